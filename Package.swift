@@ -1,0 +1,53 @@
+// swift-tools-version:6.0
+// Tessera: a conference MCU host. One module per layer; a lower layer never imports a higher one:
+//   C* system libraries, Wire  <  RTP, SDP  <  Transport, Media  <  Server  <  tessera (executable)
+import PackageDescription
+
+/// A system-library target: a modulemap plus a shim header of `static inline` wrappers for the
+/// macros and variadic functions Swift cannot call.
+func system(_ name: String, pkgConfig: String?, apt: [String]) -> Target {
+    .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt(apt)])
+}
+
+let package = Package(
+    name: "Tessera",
+    products: [
+        .executable(name: "tessera", targets: ["tessera"]),
+        .library(name: "TesseraRTP", targets: ["RTP"]),
+        .library(name: "TesseraSDP", targets: ["SDP"]),
+        .library(name: "TesseraTransport", targets: ["Transport"]),
+    ],
+    targets: [
+        system("COpenSSL", pkgConfig: "openssl", apt: ["libssl-dev"]),
+        system("CSRTP", pkgConfig: "libsrtp2", apt: ["libsrtp2-dev"]),
+        system("CVPX", pkgConfig: "vpx", apt: ["libvpx-dev"]),
+        system("COpus", pkgConfig: "opus", apt: ["libopus-dev"]),
+        system("CYUV", pkgConfig: nil, apt: ["libyuv-dev"]),  // libyuv ships no .pc file
+        system("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
+        system("CAVFormat", pkgConfig: "libavformat", apt: ["libavformat-dev", "libavcodec-dev", "libavutil-dev"]),
+        system("CFreeType", pkgConfig: "freetype2", apt: ["libfreetype-dev"]),
+        system("CZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
+
+        // Wire formats, pure Swift, sans-IO.
+        .target(name: "Wire"),
+        .target(name: "RTP", dependencies: ["Wire"]),
+        .target(name: "SDP"),
+        // STUN/ICE-lite, DTLS-SRTP, SRTP: the per-peer transport.
+        .target(name: "Transport", dependencies: ["Wire", "RTP", "COpenSSL", "CSRTP", "CZlib"]),
+        // Codecs, frames, containers, text: thin owners of the media C libraries.
+        .target(name: "Media", dependencies: ["CVPX", "COpus", "CYUV", "CAVFormat", "CFreeType"]),
+        // Sockets, event loop, HTTP API, config.
+        .target(name: "Server", dependencies: ["RTP", "SDP", "Transport", "Media", "CMicroHTTPD"]),
+        .executableTarget(name: "tessera", dependencies: ["Server", "RTP", "SDP", "Transport", "Media"]),
+
+        // Seeded mutation of valid messages, shared by every parser's robustness test.
+        .target(name: "WireTesting", path: "Tests/WireTesting"),
+        .testTarget(name: "WireTests", dependencies: ["Wire", "WireTesting"]),
+        .testTarget(name: "RTPTests", dependencies: ["RTP", "Wire", "WireTesting"]),
+        .testTarget(name: "SDPTests", dependencies: ["SDP", "WireTesting"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "RTP", "Wire", "WireTesting"]),
+        .testTarget(name: "MediaTests", dependencies: ["Media"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

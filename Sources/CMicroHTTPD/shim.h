@@ -1,0 +1,39 @@
+// libmicrohttpd: the HTTP API. MHD_start_daemon and MHD_get_daemon_info are variadic, so the
+// options Tessera uses are fixed here.
+#ifndef TESSERA_CMICROHTTPD_SHIM_H
+#define TESSERA_CMICROHTTPD_SHIM_H
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <microhttpd.h>
+
+/// Starts a daemon with its own epoll thread bound to `addr`, calling `handler` for each request
+/// and `completed` when a request ends (so per-request state can be freed).
+static inline struct MHD_Daemon *tessera_mhd_start(const struct sockaddr *addr, MHD_AccessHandlerCallback handler,
+                                                   void *handler_cls, MHD_RequestCompletedCallback completed,
+                                                   void *completed_cls, unsigned int connection_limit,
+                                                   unsigned int timeout_seconds) {
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    if (addr->sa_family == AF_INET6) flags |= MHD_USE_IPv6;
+    uint16_t port = addr->sa_family == AF_INET6 ? ntohs(((const struct sockaddr_in6 *)addr)->sin6_port)
+                                                : ntohs(((const struct sockaddr_in *)addr)->sin_port);
+    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_SOCK_ADDR, addr,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+                            MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
+                            MHD_OPTION_END);
+}
+
+/// The port the daemon listens on (useful after binding port 0).
+static inline uint16_t tessera_mhd_bound_port(struct MHD_Daemon *d) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    return info ? info->port : 0;
+}
+
+/// A response holding its own copy of `data`.
+static inline struct MHD_Response *tessera_mhd_response_copying(size_t size, const void *data) {
+    return MHD_create_response_from_buffer(size, (void *)data, MHD_RESPMEM_MUST_COPY);
+}
+#endif

@@ -1,0 +1,32 @@
+// OpenSSL 3 for Tessera: HMAC for STUN MESSAGE-INTEGRITY, DTLS 1.2 over memory BIOs, certificates.
+// Swift cannot call function-like macros, so each one the transport uses is wrapped here.
+#ifndef TESSERA_COPENSSL_SHIM_H
+#define TESSERA_COPENSSL_SHIM_H
+#include <openssl/bio.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ec.h>
+#include <openssl/hmac.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+/// DTLSv1_get_timeout: how long until the handshake retransmit timer fires; 1 if armed.
+static inline long tessera_DTLSv1_get_timeout(SSL *ssl, struct timeval *tv) {
+    return DTLSv1_get_timeout(ssl, tv);
+}
+static inline long tessera_DTLSv1_handle_timeout(SSL *ssl) { return DTLSv1_handle_timeout(ssl); }
+static inline long tessera_DTLS_set_link_mtu(SSL *ssl, long mtu) { return DTLS_set_link_mtu(ssl, mtu); }
+static inline long tessera_SSL_set_options(SSL *ssl, uint64_t op) { return (long)SSL_set_options(ssl, op); }
+static inline long tessera_BIO_get_mem_data(BIO *b, char **pp) { return BIO_get_mem_data(b, pp); }
+static inline long tessera_BIO_set_mem_eof_return(BIO *b, long v) { return BIO_set_mem_eof_return(b, v); }
+static inline long tessera_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) {
+    return SSL_CTX_set1_groups_list(ctx, list);
+}
+static inline void tessera_OPENSSL_free(void *p) { OPENSSL_free(p); }
+/// EVP_EC_gen expands to the variadic EVP_PKEY_Q_keygen.
+static inline EVP_PKEY *tessera_EVP_EC_gen(const char *curve) { return EVP_EC_gen(curve); }
+#endif

@@ -1,0 +1,22 @@
+// libvpx VP8 encoder and decoder. vpx_codec_enc_init, vpx_codec_dec_init and vpx_codec_control
+// are macros (the last variadic), so they are wrapped here with fixed types.
+#ifndef TESSERA_CVPX_SHIM_H
+#define TESSERA_CVPX_SHIM_H
+#include <vpx/vpx_decoder.h>
+#include <vpx/vpx_encoder.h>
+#include <vpx/vp8cx.h>
+#include <vpx/vp8dx.h>
+
+static inline vpx_codec_err_t tessera_vpx_enc_init_vp8(vpx_codec_ctx_t *ctx, const vpx_codec_enc_cfg_t *cfg,
+                                                       vpx_codec_flags_t flags) {
+    return vpx_codec_enc_init(ctx, vpx_codec_vp8_cx(), cfg, flags);
+}
+static inline vpx_codec_err_t tessera_vpx_dec_init_vp8(vpx_codec_ctx_t *ctx, const vpx_codec_dec_cfg_t *cfg,
+                                                       vpx_codec_flags_t flags) {
+    return vpx_codec_dec_init(ctx, vpx_codec_vp8_dx(), cfg, flags);
+}
+/// vpx_codec_control with an int argument (VP8E_SET_CPUUSED, VP8E_SET_NOISE_SENSITIVITY, ...).
+static inline vpx_codec_err_t tessera_vpx_control_int(vpx_codec_ctx_t *ctx, int id, int value) {
+    return vpx_codec_control_(ctx, id, value);
+}
+#endif

@@ -1,0 +1,121 @@
+import Foundation
+
+/// The host's configuration, decoded from `Config/tessera.json`. Every field has a default, so
+/// `tessera serve` runs with no file at all, and a file need only name what it changes.
+public struct HostConfig: Sendable, Equatable {
+    public struct HTTP: Sendable, Equatable {
+        /// Where the HTTP API and the web page listen.
+        public var listen = "127.0.0.1:8080"
+        /// Largest request body accepted; larger ones get 413.
+        public var maxBodyBytes = 64 * 1024
+        public var connectionLimit = 256
+        public init() {}
+    }
+    public struct Media: Sendable, Equatable {
+        /// The one UDP port every peer's media shares (demuxed by ICE username, then address).
+        public var listen = "127.0.0.1:50000"
+        /// Addresses announced as ICE candidates; empty means the listen address.
+        public var announce: [String] = []
+        public init() {}
+    }
+    public struct Auth: Sendable, Equatable {
+        /// HS256 secret for join tokens. Without it auth is off, allowed only on loopback.
+        public var secret: String?
+        public init() {}
+    }
+
+    public var http = HTTP()
+    public var media = Media()
+    public var auth = Auth()
+
+    public init() {}
+
+    public enum LoadError: Error, CustomStringConvertible {
+        case unreadable(path: String, reason: String)
+        case invalid(path: String, reason: String)
+        case unsafe(String)
+        public var description: String {
+            switch self {
+            case .unreadable(let path, let reason): "cannot read config \(path): \(reason)"
+            case .invalid(let path, let reason): "config \(path) is not valid: \(reason)"
+            case .unsafe(let reason): reason
+            }
+        }
+    }
+
+    /// Reads and checks a config file. A missing path gives the defaults.
+    public static func load(path: String?) throws(LoadError) -> HostConfig {
+        var config = HostConfig()
+        if let path {
+            let data: Data
+            do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+                throw .unreadable(path: path, reason: error.localizedDescription)
+            }
+            do { config = try JSONDecoder().decode(HostConfig.self, from: data) } catch {
+                throw .invalid(path: path, reason: Self.describe(error))
+            }
+        }
+        try config.validate()
+        return config
+    }
+
+    /// Addresses parse, and auth is off only while every listen address is loopback.
+    public func validate() throws(LoadError) {
+        let http: SocketAddress, media: SocketAddress
+        do {
+            http = try SocketAddress(parsing: self.http.listen)
+            media = try SocketAddress(parsing: self.media.listen)
+        } catch { throw .unsafe("bad listen address: \(error)") }
+        if (auth.secret ?? "").isEmpty, !(http.isLoopback && media.isLoopback) {
+            throw .unsafe("refusing to listen on \(http.isLoopback ? media : http) without auth.secret: "
+                + "set auth.secret in the config, or listen on 127.0.0.1 only")
+        }
+        if self.http.maxBodyBytes < 1024 { throw .unsafe("http.maxBodyBytes must be at least 1024") }
+    }
+
+    private static func describe(_ error: Error) -> String {
+        switch error {
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
+            DecodingError.keyNotFound(_, let context), DecodingError.dataCorrupted(let context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return path.isEmpty ? context.debugDescription : "\(path): \(context.debugDescription)"
+        default:
+            return "\(error)"
+        }
+    }
+}
+
+// Decoding keeps the default of every field the file leaves out.
+extension HostConfig: Codable {
+    enum CodingKeys: String, CodingKey { case http, media, auth }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        http = try c.decodeIfPresent(HTTP.self, forKey: .http) ?? HTTP()
+        media = try c.decodeIfPresent(Media.self, forKey: .media) ?? Media()
+        auth = try c.decodeIfPresent(Auth.self, forKey: .auth) ?? Auth()
+    }
+}
+extension HostConfig.HTTP: Codable {
+    enum CodingKeys: String, CodingKey { case listen, maxBodyBytes, connectionLimit }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        listen = try c.decodeIfPresent(String.self, forKey: .listen) ?? listen
+        maxBodyBytes = try c.decodeIfPresent(Int.self, forKey: .maxBodyBytes) ?? maxBodyBytes
+        connectionLimit = try c.decodeIfPresent(Int.self, forKey: .connectionLimit) ?? connectionLimit
+    }
+}
+extension HostConfig.Media: Codable {
+    enum CodingKeys: String, CodingKey { case listen, announce }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        listen = try c.decodeIfPresent(String.self, forKey: .listen) ?? listen
+        announce = try c.decodeIfPresent([String].self, forKey: .announce) ?? announce
+    }
+}
+extension HostConfig.Auth: Codable {
+    enum CodingKeys: String, CodingKey { case secret }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        secret = try c.decodeIfPresent(String.self, forKey: .secret)
+    }
+}
