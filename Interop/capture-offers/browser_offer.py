@@ -24,9 +24,6 @@ FIREFOX_PREFS = {
     "media.navigator.permission.disabled": True,
     "media.peerconnection.ice.loopback": True,
     "media.peerconnection.ice.obfuscate_host_addresses": False,
-    "media.peerconnection.ice.force_interface": "lo",
-    "network.manage-offline-status": False,
-    "network.offline-mirrors-connectivity": False,
     "browser.shell.checkDefaultBrowser": False,
     "browser.startup.homepage_override.mstone": "ignore",
     "datareporting.policy.dataSubmissionEnabled": False,
@@ -48,7 +45,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         super().__init__(*a, directory=HERE, **k)
 
     def log_message(self, fmt, *args):
-        sys.stderr.write("[http] " + (fmt % args) + "\n")
+        pass  # quiet
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))

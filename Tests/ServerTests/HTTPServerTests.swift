@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+@testable import Server
+
+/// The HTTP layer as a client sees it, on a real socket bound to 127.0.0.1 with an ephemeral port.
+@Suite struct HTTPServerTests {
+    private func withHost<R>(_ configure: (inout HostConfig) -> Void = { _ in }, _ body: (HTTPTestClient) throws -> R) throws -> R {
+        var config = HostConfig()
+        config.http.listen = "127.0.0.1:0"
+        configure(&config)
+        let host = try ConferenceHost(config: config)
+        defer { host.stop() }
+        #expect(host.http.address.port != 0)
+        return try body(HTTPTestClient(port: host.http.address.port))
+    }
+
+    @Test func healthzAnswersWhileTheHostServes() throws {
+        try withHost { client in
+            let response = try client.send("GET", "/healthz")
+            #expect(response.status == 200)
+            #expect(response.text == "ok\n")
+        }
+    }
+
+    @Test func unknownPathGetsTheContractsJSONError() throws {
+        try withHost { client in
+            let response = try client.send("GET", "/v1/nothing-here")
+            #expect(response.status == 404)
+            #expect(response.headers["content-type"] == "application/json")
+            let body = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: String]
+            #expect(body?["error"] == "not found")
+            #expect(body?["detail"]?.contains("/v1/nothing-here") == true)
+        }
+    }
+
+    @Test func oversizedBodyIsRefusedWith413AndTheServerGoesOn() throws {
+        try withHost({ $0.http.maxBodyBytes = 4096 }) { client in
+            let response = try client.send("POST", "/v1/echo", headers: ["Content-Type": "application/sdp"],
+                                           body: [UInt8](repeating: 0x61, count: 100_000))
+            #expect(response.status == 413)
+            #expect(response.text.contains("4096"))
+            #expect(try client.send("GET", "/healthz").status == 200)
+        }
+    }
+
+    @Test func corsPreflightExposesLocation() throws {
+        try withHost { client in
+            let response = try client.send("OPTIONS", "/v1/rooms/r/participants", headers: [
+                "Origin": "http://example.test", "Access-Control-Request-Method": "POST",
+            ])
+            #expect(response.status == 204)
+            #expect(response.headers["access-control-allow-origin"] == "*")
+            #expect(response.headers["access-control-expose-headers"]?.contains("Location") == true)
+        }
+    }
+
+    @Test func aSecondHostOnTheSamePortFailsWithAClearError() throws {
+        try withHost { client in
+            var config = HostConfig()
+            config.http.listen = "127.0.0.1:\(client.port)"
+            #expect(throws: HTTPServer.StartError.self) { try ConferenceHost(config: config) }
+        }
+    }
+
+    @Test func garbageRequestLineDoesNotStopTheServer() throws {
+        try withHost { (client: HTTPTestClient) throws in
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = client.port.bigEndian
+            address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            let garbage: [UInt8] = [0x00, 0xFF, 0x13, 0x37] + Array("\r\n\r\nGET\r\n\r\n".utf8)
+            _ = garbage.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            close(fd)
+            #expect(try client.send("GET", "/healthz").status == 200)
+        }
+    }
+}

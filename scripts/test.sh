@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what the tests need, builds, and runs every test: the unit tests (seconds), then the
+# end-to-end steps. Network tests run in a private network namespace that holds only loopback.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+setup_test
+cd "$TESSERA_ROOT"
+
+# Runs a command where only 127.0.0.1 exists, when this user may make a namespace.
+on_loopback_only() {
+    if unshare -n true 2>/dev/null; then
+        unshare -n sh -c 'ip link set lo up && exec "$@"' sh "$@"
+    else
+        echo "test: cannot make a network namespace here; running on the host's loopback" >&2
+        "$@"
+    fi
+}
+
+echo "== build"
+swift build --build-tests
+
+echo "== unit tests"
+on_loopback_only swift test --skip-build
