@@ -1,0 +1,133 @@
+private import CSRTP
+
+/// The SRTP protection profiles the host negotiates in DTLS use_srtp (RFC 5764 §4.1.2), most
+/// preferred first: AEAD GCM (RFC 7714) is about six times cheaper here than HMAC-SHA1.
+public enum SRTPProfile: Sendable, Hashable, CaseIterable {
+    case aeadAES128GCM
+    case aes128CMHMACSHA1_80
+
+    /// The name OpenSSL's `SSL_CTX_set_tlsext_use_srtp` takes and reports.
+    public var opensslName: String {
+        switch self {
+        case .aeadAES128GCM: "SRTP_AEAD_AES_128_GCM"
+        case .aes128CMHMACSHA1_80: "SRTP_AES128_CM_SHA1_80"
+        }
+    }
+
+    public init?(opensslName: String) {
+        guard let profile = Self.allCases.first(where: { $0.opensslName == opensslName }) else { return nil }
+        self = profile
+    }
+
+    /// Master key length in bytes (RFC 5764 §4.2 key material layout).
+    public var masterKeyLength: Int { 16 }
+    /// Master salt length in bytes: 12 for GCM (RFC 7714 §12), 14 for AES-CM (RFC 3711 §8.2).
+    public var masterSaltLength: Int {
+        switch self {
+        case .aeadAES128GCM: 12
+        case .aes128CMHMACSHA1_80: 14
+        }
+    }
+
+    fileprivate var libsrtpProfile: srtp_profile_t {
+        switch self {
+        case .aeadAES128GCM: srtp_profile_aead_aes_128_gcm
+        case .aes128CMHMACSHA1_80: srtp_profile_aes128_cm_sha1_80
+        }
+    }
+}
+
+/// Why SRTP refused a packet or a key.
+public enum SRTPError: Error, Equatable, Sendable {
+    /// The authentication tag did not verify (RFC 3711 §3.3 step 5, RFC 7714 §9.3).
+    case authenticationFailed
+    /// The packet index was seen before or is too old for the replay window (RFC 3711 §3.3.2).
+    case replayed
+    /// Too short to be an SRTP or SRTCP packet.
+    case malformed
+    case badKeyLength(expected: Int, got: Int)
+    case library(code: Int32)
+}
+
+/// One direction of SRTP and SRTCP for one peer, keyed from DTLS (RFC 5764 §4.2). Outbound
+/// contexts protect, inbound ones unprotect with replay protection on. Not thread-safe: it lives
+/// on the thread of the room that owns the peer.
+public final class SRTPSession {
+    public enum Direction: Sendable { case inbound, outbound }
+
+    public let profile: SRTPProfile
+    public let direction: Direction
+    private let session: srtp_t
+
+    /// `masterKeyAndSalt` is the key followed by the salt, as exported for one side.
+    public init(profile: SRTPProfile, direction: Direction, masterKeyAndSalt: [UInt8], replayWindow: Int = 1024) throws(SRTPError) {
+        let expected = profile.masterKeyLength + profile.masterSaltLength
+        guard masterKeyAndSalt.count == expected else { throw .badKeyLength(expected: expected, got: masterKeyAndSalt.count) }
+        SRTPLibrary.initializeOnce()
+        var policy = srtp_policy_t()
+        srtp_crypto_policy_set_from_profile_for_rtp(&policy.rtp, profile.libsrtpProfile)
+        srtp_crypto_policy_set_from_profile_for_rtcp(&policy.rtcp, profile.libsrtpProfile)
+        policy.ssrc.type = direction == .inbound ? ssrc_any_inbound : ssrc_any_outbound
+        policy.window_size = UInt(replayWindow)
+        // A NACKed packet resent as itself (no RTX negotiated) repeats its index.
+        policy.allow_repeat_tx = direction == .outbound ? 1 : 0
+        var key = masterKeyAndSalt
+        var created: srtp_t?
+        let status = key.withUnsafeMutableBufferPointer { keyBuffer in
+            policy.key = keyBuffer.baseAddress
+            return srtp_create(&created, &policy)
+        }
+        guard status == srtp_err_status_ok, let created else { throw .library(code: Int32(status.rawValue)) }
+        self.profile = profile
+        self.direction = direction
+        self.session = created
+    }
+
+    deinit { srtp_dealloc(session) }
+
+    public func protectRTP(_ packet: [UInt8]) throws(SRTPError) -> [UInt8] {
+        try transform(packet, grow: true) { srtp_protect($0, $1, $2) }
+    }
+
+    public func unprotectRTP(_ packet: [UInt8]) throws(SRTPError) -> [UInt8] {
+        try transform(packet, grow: false) { srtp_unprotect($0, $1, $2) }
+    }
+
+    public func protectRTCP(_ packet: [UInt8]) throws(SRTPError) -> [UInt8] {
+        try transform(packet, grow: true) { srtp_protect_rtcp($0, $1, $2) }
+    }
+
+    public func unprotectRTCP(_ packet: [UInt8]) throws(SRTPError) -> [UInt8] {
+        try transform(packet, grow: false) { srtp_unprotect_rtcp($0, $1, $2) }
+    }
+
+    /// Runs one libsrtp call in place on a copy of `packet`, with room for the trailer
+    /// (tag and SRTCP index) when protecting.
+    private func transform(_ packet: [UInt8], grow: Bool,
+                           _ call: (srtp_t, UnsafeMutableRawPointer, UnsafeMutablePointer<Int32>) -> srtp_err_status_t) throws(SRTPError) -> [UInt8] {
+        // RTP's fixed header is 12 bytes; SRTCP's smallest is 8 + the index and a tag.
+        guard packet.count >= 8, packet.count <= 65_535 else { throw .malformed }
+        var buffer = packet
+        if grow { buffer.append(contentsOf: repeatElement(0, count: Int(SRTP_MAX_TRAILER_LEN) + 4)) }
+        var length = Int32(packet.count)
+        let status = buffer.withUnsafeMutableBytes { raw -> srtp_err_status_t in
+            guard let base = raw.baseAddress else { return srtp_err_status_bad_param }
+            return call(session, base, &length)
+        }
+        switch status {
+        case srtp_err_status_ok:
+            buffer.removeLast(buffer.count - Int(max(0, min(Int32(buffer.count), length))))
+            return buffer
+        case srtp_err_status_auth_fail: throw .authenticationFailed
+        case srtp_err_status_replay_fail, srtp_err_status_replay_old: throw .replayed
+        case srtp_err_status_bad_param, srtp_err_status_parse_err: throw .malformed
+        default: throw .library(code: Int32(status.rawValue))
+        }
+    }
+}
+
+/// libsrtp2 must be initialized once per process before any session is made.
+enum SRTPLibrary {
+    private static let initialized: Bool = srtp_init() == srtp_err_status_ok
+    static func initializeOnce() { _ = initialized }
+}
