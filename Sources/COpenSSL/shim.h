@@ -13,6 +13,9 @@
 #include <openssl/sha.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/rsa.h>
+#include <openssl/srtp.h>
 
 /// DTLSv1_get_timeout: how long until the handshake retransmit timer fires; 1 if armed.
 static inline long tessera_DTLSv1_get_timeout(SSL *ssl, struct timeval *tv) {
@@ -29,4 +32,12 @@ static inline long tessera_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *li
 static inline void tessera_OPENSSL_free(void *p) { OPENSSL_free(p); }
 /// EVP_EC_gen expands to the variadic EVP_PKEY_Q_keygen.
 static inline EVP_PKEY *tessera_EVP_EC_gen(const char *curve) { return EVP_EC_gen(curve); }
+static inline long tessera_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
+    return SSL_CTX_set_min_proto_version(ctx, version);
+}
+static inline void tessera_SSL_CTX_set_read_ahead(SSL_CTX *ctx, int yes) { SSL_CTX_set_read_ahead(ctx, yes); }
+static inline int tessera_BIO_reset(BIO *b) { return (int)BIO_reset(b); }
+static inline uint64_t tessera_SSL_OP_NO_QUERY_MTU(void) { return SSL_OP_NO_QUERY_MTU; }
+/// EVP_RSA_gen expands to the variadic EVP_PKEY_Q_keygen.
+static inline EVP_PKEY *tessera_EVP_RSA_gen(unsigned int bits) { return EVP_RSA_gen(bits); }
 #endif
