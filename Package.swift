@@ -27,6 +27,8 @@ let package = Package(
         system("CAVFormat", pkgConfig: "libavformat", apt: ["libavformat-dev", "libavcodec-dev", "libavutil-dev"]),
         system("CFreeType", pkgConfig: "freetype2", apt: ["libfreetype-dev"]),
         system("CZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
+        // epoll, eventfd and recvmmsg/sendmmsg, which Glibc's Swift module leaves out.
+        .target(name: "CLinux"),
 
         // Wire formats, pure Swift, sans-IO.
         .target(name: "Wire"),
@@ -37,7 +39,7 @@ let package = Package(
         // Codecs, frames, containers, text: thin owners of the media C libraries.
         .target(name: "Media", dependencies: ["CVPX", "COpus", "CYUV", "CAVFormat", "CFreeType"]),
         // Sockets, event loop, HTTP API, config.
-        .target(name: "Server", dependencies: ["RTP", "SDP", "Transport", "Media", "CMicroHTTPD"]),
+        .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Transport", "Media", "CMicroHTTPD", "CLinux"]),
         .executableTarget(name: "tessera", dependencies: ["Server", "RTP", "SDP", "Transport", "Media"]),
 
         // Seeded mutation of valid messages, shared by every parser's robustness test.

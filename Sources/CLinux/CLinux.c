@@ -1,0 +1,44 @@
+#define _GNU_SOURCE
+#include "CLinux.h"
+#include <string.h>
+#include <sys/uio.h>
+
+enum { TESSERA_MAX_BATCH = 64 };
+
+int tessera_recv_datagrams(int fd, struct tessera_datagram *datagrams, unsigned int count) {
+    if (count > TESSERA_MAX_BATCH) count = TESSERA_MAX_BATCH;
+    struct mmsghdr messages[TESSERA_MAX_BATCH];
+    struct iovec vectors[TESSERA_MAX_BATCH];
+    memset(messages, 0, sizeof(struct mmsghdr) * count);
+    for (unsigned int i = 0; i < count; i++) {
+        vectors[i].iov_base = datagrams[i].buffer;
+        vectors[i].iov_len = datagrams[i].capacity;
+        messages[i].msg_hdr.msg_iov = &vectors[i];
+        messages[i].msg_hdr.msg_iovlen = 1;
+        messages[i].msg_hdr.msg_name = &datagrams[i].address;
+        messages[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_storage);
+    }
+    int received = recvmmsg(fd, messages, count, MSG_DONTWAIT, NULL);
+    for (int i = 0; i < received; i++) {
+        datagrams[i].length = messages[i].msg_len;
+        datagrams[i].address_length = messages[i].msg_hdr.msg_namelen;
+        datagrams[i].truncated = (messages[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
+    }
+    return received;
+}
+
+int tessera_send_datagrams(int fd, const struct tessera_datagram *datagrams, unsigned int count) {
+    if (count > TESSERA_MAX_BATCH) count = TESSERA_MAX_BATCH;
+    struct mmsghdr messages[TESSERA_MAX_BATCH];
+    struct iovec vectors[TESSERA_MAX_BATCH];
+    memset(messages, 0, sizeof(struct mmsghdr) * count);
+    for (unsigned int i = 0; i < count; i++) {
+        vectors[i].iov_base = datagrams[i].buffer;
+        vectors[i].iov_len = datagrams[i].length;
+        messages[i].msg_hdr.msg_iov = &vectors[i];
+        messages[i].msg_hdr.msg_iovlen = 1;
+        messages[i].msg_hdr.msg_name = (void *)&datagrams[i].address;
+        messages[i].msg_hdr.msg_namelen = datagrams[i].address_length;
+    }
+    return sendmmsg(fd, messages, count, MSG_DONTWAIT);
+}

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+import Wire
+@testable import Server
+
+@Suite struct EventLoopTests {
+    @Test func deadlineHeapPopsInDeadlineThenSchedulingOrder() {
+        var heap = DeadlineHeap()
+        var generator = SystemRandomNumberGenerator()
+        var expected: [(Instant, UInt64)] = []
+        for id in UInt64(1)...200 {
+            let deadline = Instant.milliseconds(UInt64.random(in: 0...50, using: &generator))
+            heap.push(deadline, id: id)
+            expected.append((deadline, id))
+        }
+        expected.sort { $0.0 < $1.0 || ($0.0 == $1.0 && $0.1 < $1.1) }
+        var popped: [UInt64] = []
+        while let (_, id) = heap.peekEntry() {
+            popped.append(id)
+            heap.pop()
+        }
+        #expect(popped == expected.map(\.1))
+    }
+
+    @Test func timersRunInOrderAndCancelledOnesNever() throws {
+        let loop = try EventLoop()
+        let start = loop.clock.now()
+        nonisolated(unsafe) var fired: [Int] = []
+        loop.schedule(at: start + .milliseconds(30)) { fired.append(3); loop.stop() }
+        loop.schedule(at: start + .milliseconds(10)) { fired.append(1) }
+        let cancelled = loop.schedule(at: start + .milliseconds(20)) { fired.append(99) }
+        loop.schedule(at: start + .milliseconds(20)) { fired.append(2) }
+        loop.cancel(cancelled)
+        loop.run()
+        #expect(fired == [1, 2, 3])
+        #expect(loop.clock.now() >= start + .milliseconds(30))
+    }
+
+    @Test func workFromAnotherThreadRunsOnTheLoopThread() async throws {
+        let loop = try EventLoop()
+        let thread = Thread { loop.run() }
+        thread.start()
+        let ranInLoop = await withCheckedContinuation { continuation in
+            loop.execute { continuation.resume(returning: loop.inLoop) }
+        }
+        #expect(ranInLoop)
+        loop.stop()
+    }
+
+    @Test func aReadableDescriptorCallsItsHandler() throws {
+        let loop = try EventLoop()
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        nonisolated(unsafe) var received: [UInt8] = []
+        try loop.watch(fd: fds[0]) {
+            var byte: UInt8 = 0
+            _ = read(fds[0], &byte, 1)
+            received.append(byte)
+            if received.count == 2 { loop.stop() }
+        }
+        var bytes: [UInt8] = [7, 9]
+        _ = write(fds[1], &bytes, 2)
+        loop.run()
+        #expect(received == [7, 9])
+    }
+}
