@@ -259,7 +259,9 @@ extension STUNAttribute {
     /// A UTF-8 text value no longer than `limit` bytes.
     private static func decodeText(_ value: ByteReader, type: STUNAttributeType, limit: Int) throws(STUNParseError) -> String {
         guard value.remaining <= limit else { throw .valueTooLong(type, length: value.remaining) }
-        guard let text = String(validating: value.rest, as: UTF8.self) else { throw .invalidUTF8(type) }
+        // Validating through a buffer pointer keeps the stdlib on its prespecialized fast path.
+        let text = value.rest.withUnsafeBufferPointer { String(validating: $0, as: UTF8.self) }
+        guard let text else { throw .invalidUTF8(type) }
         return text
     }
 }
@@ -315,16 +317,16 @@ extension STUNAttribute {
         case .xorMappedAddress(let address):
             Self.encodeAddress(address, xor: transactionID, into: &writer)
         case .username(let text), .realm(let text), .software(let text):
-            writer.append(text.utf8)
+            Self.encodeText(text, into: &writer)
         case .errorCode(let error):
             writer.u16(0)
             writer.u8(UInt8(truncatingIfNeeded: error.code / 100))
             writer.u8(UInt8(truncatingIfNeeded: error.code % 100))
-            writer.append(error.reason.utf8)
+            Self.encodeText(error.reason, into: &writer)
         case .unknownAttributes(let types):
             for type in types { writer.u16(type.rawValue) }
         case .nonce(let bytes):
-            writer.append(bytes)
+            Self.encodeBytes(bytes, into: &writer)
         case .priority(let priority):
             writer.u32(priority)
         case .useCandidate:
@@ -332,8 +334,19 @@ extension STUNAttribute {
         case .iceControlled(let tieBreaker), .iceControlling(let tieBreaker):
             writer.u64(tieBreaker)
         case .other(_, let value):
-            writer.append(value)
+            Self.encodeBytes(value, into: &writer)
         }
+    }
+
+    /// Text bytes one at a time: values are short, and this avoids `ByteWriter.append`'s
+    /// unspecialized generic path across the module boundary on the per-packet path.
+    private static func encodeText(_ text: String, into writer: inout ByteWriter) {
+        for byte in text.utf8 { writer.u8(byte) }
+    }
+
+    /// Opaque bytes one at a time, for the same reason.
+    private static func encodeBytes(_ bytes: [UInt8], into writer: inout ByteWriter) {
+        for byte in bytes { writer.u8(byte) }
     }
 
     private static func encodeAddress(_ address: TransportAddress, xor transactionID: STUNTransactionID?, into writer: inout ByteWriter) {

@@ -246,6 +246,8 @@ public struct STUNMessage: Sendable, Equatable {
 
         let transactionID = STUNTransactionID(high: idHigh, low: idLow)
         var attributes: [STUNAttribute] = []
+        // One allocation for typical messages: an attribute takes at least 4 bytes, usually 8+.
+        attributes.reserveCapacity(min(Int(length) / 8, 16))
         var unknown: [STUNAttributeType] = []
         var integrityOffset: Int?, integritySHA256Offset: Int?, fingerprintOffset: Int?
 

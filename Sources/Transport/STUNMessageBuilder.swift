@@ -73,7 +73,7 @@ public struct STUNMessageBuilder: Sendable {
     }
 
     /// Appends attributes in order; stops at the first that cannot be added.
-    public mutating func append(contentsOf attributes: some Sequence<STUNAttribute>) throws(STUNEncodeError) {
+    public mutating func append(contentsOf attributes: [STUNAttribute]) throws(STUNEncodeError) {
         for attribute in attributes { try append(attribute) }
     }
 
