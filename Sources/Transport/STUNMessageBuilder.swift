@@ -28,7 +28,7 @@ public enum STUNEncodeError: Error, Sendable, Equatable {
 /// try response.append(.xorMappedAddress(source))
 /// let datagram = response.finish(integrityKey: .shortTerm(password: localPassword), fingerprint: true)
 /// ```
-public struct STUNMessageBuilder: Sendable {
+public struct STUNMessageBuilder: Sendable, Equatable {
     /// The largest attribute section `append` accepts: the 16-bit length rounded down to a
     /// multiple of 4, less 24 bytes for MESSAGE-INTEGRITY and 8 for FINGERPRINT.
     public static let maximumAttributesLength = 0xFFFC - 24 - 8
@@ -52,6 +52,11 @@ public struct STUNMessageBuilder: Sendable {
         writer.u32(STUNMessage.magicCookie)
         writer.u32(transactionID.high)
         writer.u64(transactionID.low)
+    }
+
+    /// Two builders are equal when they have written the same bytes with the same settings.
+    public static func == (lhs: STUNMessageBuilder, rhs: STUNMessageBuilder) -> Bool {
+        lhs.transactionID == rhs.transactionID && lhs.paddingByte == rhs.paddingByte && lhs.writer.bytes == rhs.writer.bytes
     }
 
     /// Bytes written so far, header included.
