@@ -17,7 +17,7 @@ fi
 # The fuzz target is compiled into one module with the sources of the parser it drives.
 sources_for() {
     case "$1" in
-        STUN*) echo Sources/Wire/*.swift Sources/Transport/STUN*.swift ;;
+        STUN*) echo Sources/Wire/*.swift Sources/Transport/STUN*.swift Sources/Transport/TransportAddress.swift ;;
         SDP*) echo Sources/SDP/*.swift ;;
         *) echo Sources/Wire/*.swift Sources/RTP/*.swift ;;
     esac

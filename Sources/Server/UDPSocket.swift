@@ -1,0 +1,164 @@
+import Foundation
+import Transport
+private import CLinux
+
+/// A non-blocking UDP socket bound to one address, read and written in batches
+/// (recvmmsg/sendmmsg: one system call for up to 64 datagrams).
+public final class UDPSocket {
+    public enum SocketError: Error, CustomStringConvertible {
+        case system(call: String, address: TransportAddress, errno: Int32)
+        public var description: String {
+            switch self {
+            case .system(let call, let address, let code): "\(call) \(address): \(String(cString: strerror(code)))"
+            }
+        }
+    }
+
+    /// A received datagram and where it came from.
+    public struct Datagram: Sendable {
+        public var bytes: [UInt8]
+        public var source: TransportAddress
+    }
+
+    public let fd: Int32
+    /// The bound address, with the port the kernel chose when asked for 0.
+    public let localAddress: TransportAddress
+    /// The largest datagram read (DTLS flights on loopback can exceed an Ethernet MTU); a longer one
+    /// is dropped and counted.
+    public static let maxDatagramSize = 4096
+    public private(set) var truncatedDatagrams = 0
+
+    private var receiveBuffers: [[UInt8]]
+    private var slots: [tessera_datagram]
+
+    public init(bind address: TransportAddress, batchSize: Int = 32, receiveBufferBytes: Int32 = 4 << 20) throws(SocketError) {
+        let family = address.isIPv4 ? AF_INET : AF_INET6
+        let fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .system(call: "socket", address: address, errno: errno) }
+        var size = receiveBufferBytes
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        let bound = address.withSockaddr { bind(fd, $0, $1) }
+        guard bound == 0 else {
+            let code = errno
+            close(fd)
+            throw .system(call: "bind", address: address, errno: code)
+        }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        self.fd = fd
+        localAddress = TransportAddress(storage) ?? address
+        receiveBuffers = Array(repeating: [UInt8](repeating: 0, count: Self.maxDatagramSize), count: batchSize)
+        slots = Array(repeating: tessera_datagram(), count: batchSize)
+    }
+
+    deinit { close(fd) }
+
+    /// Reads what is waiting, up to one batch; empty when nothing is.
+    public func receiveBatch() -> [Datagram] {
+        let count = slots.count
+        let received: Int32 = receiveBuffers.withUnsafeMutableBufferPointer { buffers in
+            for index in 0..<count {
+                buffers[index].withUnsafeMutableBytes { raw in
+                    slots[index].buffer = raw.baseAddress
+                    slots[index].capacity = raw.count
+                }
+            }
+            // The buffers' storage stays put while this closure holds them.
+            return slots.withUnsafeMutableBufferPointer { tessera_recv_datagrams(fd, $0.baseAddress, UInt32(count)) }
+        }
+        guard received > 0 else { return [] }
+        var datagrams: [Datagram] = []
+        datagrams.reserveCapacity(Int(received))
+        for index in 0..<Int(received) {
+            let slot = slots[index]
+            if slot.truncated != 0 {
+                truncatedDatagrams += 1
+                continue
+            }
+            guard let source = TransportAddress(slot.address) else { continue }
+            datagrams.append(Datagram(bytes: Array(receiveBuffers[index][..<slot.length]), source: source))
+        }
+        return datagrams
+    }
+
+    /// Sends datagrams in batches; returns how many the kernel took (the rest are dropped, as
+    /// UDP would drop them under load).
+    @discardableResult
+    public func send(_ datagrams: [(bytes: [UInt8], destination: TransportAddress)]) -> Int {
+        var sent = 0
+        var start = 0
+        while start < datagrams.count {
+            let batch = datagrams[start..<min(datagrams.count, start + 64)]
+            var slots = [tessera_datagram](repeating: tessera_datagram(), count: batch.count)
+            var payloads = batch.map(\.bytes)
+            let result: Int32 = payloads.withUnsafeMutableBufferPointer { buffers in
+                for (index, item) in batch.enumerated() {
+                    buffers[index].withUnsafeMutableBytes { raw in
+                        slots[index].buffer = raw.baseAddress
+                        slots[index].length = raw.count
+                    }
+                    slots[index].address_length = item.destination.store(into: &slots[index].address)
+                }
+                return slots.withUnsafeBufferPointer { tessera_send_datagrams(fd, $0.baseAddress, UInt32(batch.count)) }
+            }
+            guard result > 0 else { break }
+            sent += Int(result)
+            start += Int(result)
+        }
+        return sent
+    }
+}
+
+extension TransportAddress {
+    /// The address a socket call filled in; nil for a family other than IPv4 and IPv6.
+    fileprivate init?(_ storage: sockaddr_storage) {
+        var storage = storage
+        switch Int32(storage.ss_family) {
+        case AF_INET:
+            let (bytes, port) = withUnsafeBytes(of: &storage) { raw -> ([UInt8], UInt16) in
+                let address = raw.load(as: sockaddr_in.self)
+                return (withUnsafeBytes(of: address.sin_addr) { Array($0) }, UInt16(bigEndian: address.sin_port))
+            }
+            self.init(addressBytes: bytes, port: port)
+        case AF_INET6:
+            let (bytes, port) = withUnsafeBytes(of: &storage) { raw -> ([UInt8], UInt16) in
+                let address = raw.load(as: sockaddr_in6.self)
+                return (withUnsafeBytes(of: address.sin6_addr) { Array($0) }, UInt16(bigEndian: address.sin6_port))
+            }
+            self.init(addressBytes: bytes, port: port)
+        default:
+            return nil
+        }
+    }
+
+    /// Writes this address as a `sockaddr_in` or `sockaddr_in6`; returns its length.
+    fileprivate func store(into storage: inout sockaddr_storage) -> socklen_t {
+        withUnsafeMutableBytes(of: &storage) { raw in
+            if isIPv4 {
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = port.bigEndian
+                withUnsafeMutableBytes(of: &address.sin_addr) { $0.copyBytes(from: addressBytes) }
+                raw.storeBytes(of: address, as: sockaddr_in.self)
+                return socklen_t(MemoryLayout<sockaddr_in>.size)
+            }
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = port.bigEndian
+            withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: addressBytes) }
+            raw.storeBytes(of: address, as: sockaddr_in6.self)
+            return socklen_t(MemoryLayout<sockaddr_in6>.size)
+        }
+    }
+
+    /// Calls `body` with this address as a socket address.
+    fileprivate func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        var storage = sockaddr_storage()
+        let length = store(into: &storage)
+        return withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) } }
+    }
+}
