@@ -78,8 +78,12 @@ public final class DTLSTransport {
 
     /// `remoteFingerprints` come from the peer's SDP; the handshake fails unless its certificate
     /// matches one of them. `handshakeTimeout` bounds the whole handshake.
+    /// The first retransmission interval; it doubles up to 8 s (RFC 6347 §4.2.4.1).
+    public let initialRetransmitInterval: Duration
+
     public init(context: DTLSContext, role: Role, remoteFingerprints: [CertificateFingerprint], now: Instant,
-                mtu: Int = 1200, handshakeTimeout: Duration = .seconds(30)) throws(DTLSError) {
+                mtu: Int = 1200, handshakeTimeout: Duration = .seconds(30),
+                initialRetransmitInterval: Duration = .milliseconds(400)) throws(DTLSError) {
         guard let ssl = SSL_new(context.context) else { throw .fromQueue("SSL_new") }
         guard let incoming = BIO_new(BIO_s_mem()), let outgoingBIO = BIO_new(DatagramOutBIO.method) else {
             SSL_free(ssl)
@@ -92,7 +96,10 @@ public final class DTLSTransport {
         self.ssl = ssl
         self.incoming = incoming
         self.handshakeDeadline = now + handshakeTimeout
+        self.initialRetransmitInterval = initialRetransmitInterval
+        // OpenSSL holds unretained pointers to self in the BIO and the SSL; the SSL dies with self.
         BIO_set_data(outgoingBIO, Unmanaged.passUnretained(self).toOpaque())
+        SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
         SSL_set_bio(ssl, incoming, outgoingBIO)  // the SSL owns both BIOs from here
         _ = tessera_SSL_set_options(ssl, tessera_SSL_OP_NO_QUERY_MTU())
         _ = tessera_DTLS_set_link_mtu(ssl, mtu)
@@ -211,9 +218,12 @@ public final class DTLSTransport {
 }
 
 /// RFC 6347 §4.2.4.1: start at a short interval and double; OpenSSL passes the last interval.
-/// 400 ms first (loopback and LAN answer well within it), at most 8 s between tries.
-private let retransmitInterval: DTLS_timer_cb = { _, previousMicroseconds in
-    previousMicroseconds == 0 ? 400_000 : min(previousMicroseconds * 2, 8_000_000)
+/// 400 ms first by default (loopback and LAN answer well within it), at most 8 s between tries.
+private let retransmitInterval: DTLS_timer_cb = { ssl, previousMicroseconds in
+    guard previousMicroseconds == 0 else { return min(previousMicroseconds * 2, 8_000_000) }
+    guard let owner = SSL_get_ex_data(ssl, 0) else { return 400_000 }
+    let transport = Unmanaged<DTLSTransport>.fromOpaque(owner).takeUnretainedValue()
+    return UInt32(clamping: max(1_000, transport.initialRetransmitInterval.nanosecondsClamped / 1_000))
 }
 
 /// A write-only BIO that turns each write OpenSSL makes into one datagram in the transport's

@@ -1,0 +1,220 @@
+import Wire
+
+/// Everything one peer's media crosses on the shared port: ICE, DTLS, then SRTP and SRTCP,
+/// demultiplexed by first byte (RFC 7983). Sans-IO, as every engine here: the shell hands in
+/// datagrams and the time, sends what `pollTransmit()` gives, reacts to `pollEvent()`, and calls
+/// `handleTimeout(now:)` at `nextTimeout(now:)`. Whatever a datagram holds, the worst it can do
+/// is be dropped and counted.
+public final class PeerTransport {
+    /// Which side of ICE this end plays.
+    public enum ICERole: Sendable {
+        /// The host: answers checks (RFC 8445 §2.5).
+        case lite(ICELiteAgent)
+        /// A client (load tester, tests): sends checks to the host's candidate.
+        case controlling(ICEControllingAgent)
+    }
+
+    public enum Event: Sendable, Equatable {
+        /// The first valid check arrived (lite) or was answered (controlling).
+        case iceConnected(TransportAddress)
+        /// DTLS finished: SRTP can flow.
+        case secure(SRTPProfile)
+        /// A decrypted RTP packet.
+        case rtp([UInt8])
+        /// A decrypted RTCP compound packet.
+        case rtcp([UInt8])
+        /// The session is over; nothing more will be sent or received.
+        case failed(Failure)
+    }
+
+    public enum Failure: Error, Sendable, Equatable {
+        /// No valid check or response for the consent timeout (RFC 7675 §5.1).
+        case consentLost
+        case dtls(DTLSError)
+    }
+
+    /// What was dropped, and why. Each counter is a kind of bad input that harmed nothing.
+    public struct DropCounters: Sendable, Equatable {
+        /// Not STUN, DTLS, RTP or RTCP by its first byte, or too short to be any.
+        public var unknownKind = 0
+        /// STUN that did not parse, or a check ICE refused (wrong ufrag, integrity, fingerprint).
+        public var stunRejected = 0
+        /// DTLS or SRTP from an address no valid check came from.
+        public var unknownAddress = 0
+        /// SRTP or SRTCP before keys, or that failed authentication or replay checks.
+        public var srtpRejected = 0
+        public var total: Int { unknownKind + stunRejected + unknownAddress + srtpRejected }
+    }
+
+    public private(set) var drops = DropCounters()
+    public private(set) var failure: Failure?
+    public var isSecure: Bool { outbound != nil && failure == nil }
+    /// Where media goes.
+    public var remoteAddress: TransportAddress? {
+        switch ice {
+        case .lite(let agent): agent.selectedAddress
+        case .controlling(let agent): agent.connected ? agent.remoteAddress : nil
+        }
+    }
+
+    private var ice: ICERole
+    private let dtls: DTLSTransport
+    private let start: Instant
+    private var iceConnected = false
+    /// Addresses that passed a check: the only ones DTLS and SRTP are taken from (bounded).
+    private var validatedAddresses: [TransportAddress] = []
+    private var inbound: SRTPSession?
+    private var outbound: SRTPSession?
+    private var transmits: [(bytes: [UInt8], destination: TransportAddress)] = []
+    private var events: [Event] = []
+
+    public init(ice: ICERole, dtls: DTLSTransport, now: Instant) {
+        self.ice = ice
+        self.dtls = dtls
+        self.start = now
+        if case .controlling(let agent) = ice { validatedAddresses = [agent.remoteAddress] }
+    }
+
+    /// Takes one datagram that arrived from `source`.
+    public func handleDatagram(_ datagram: [UInt8], from source: TransportAddress, now: Instant) {
+        guard failure == nil else { return }
+        switch DatagramKind(datagram: datagram) {
+        case .stun: handleSTUN(datagram, from: source, now: now)
+        case .dtls:
+            guard validatedAddresses.contains(source) else { drops.unknownAddress += 1; return }
+            dtls.handleDatagram(datagram, now: now)
+            afterDTLS(destination: source)
+        case .rtpOrRTCP: handleSRTP(datagram, from: source)
+        case .unknown: drops.unknownKind += 1
+        }
+    }
+
+    /// Runs what is due: ICE checks and consent, DTLS retransmission.
+    public func handleTimeout(now: Instant) {
+        guard failure == nil else { return }
+        switch ice {
+        case .lite(let agent):
+            if agent.consentExpired(now: now, since: start) { return fail(.consentLost) }
+        case .controlling(var agent):
+            if agent.consentExpired(now: now) { return fail(.consentLost) }
+            if let check = agent.pollCheck(now: now) { transmits.append((check, agent.remoteAddress)) }
+            ice = .controlling(agent)
+        }
+        dtls.handleTimeout(now: now)
+        afterDTLS(destination: remoteAddress)
+    }
+
+    /// When `handleTimeout(now:)` is next due.
+    public func nextTimeout(now: Instant) -> Instant? {
+        guard failure == nil else { return nil }
+        let iceDeadline: Instant = switch ice {
+        case .lite(let agent): agent.consentDeadline(since: start)
+        case .controlling(let agent): min(agent.nextTimeout, (agent.lastResponse ?? start) + agent.consentTimeout)
+        }
+        return [iceDeadline, dtls.nextTimeout(now: now)].compactMap { $0 }.min()
+    }
+
+    public func pollTransmit() -> (bytes: [UInt8], destination: TransportAddress)? {
+        transmits.isEmpty ? nil : transmits.removeFirst()
+    }
+
+    public func pollEvent() -> Event? {
+        events.isEmpty ? nil : events.removeFirst()
+    }
+
+    /// Protects and queues an RTP packet; false when the session cannot send yet.
+    @discardableResult
+    public func sendRTP(_ packet: [UInt8]) -> Bool {
+        guard let outbound, let destination = remoteAddress, failure == nil,
+              let protected = try? outbound.protectRTP(packet) else { return false }
+        transmits.append((protected, destination))
+        return true
+    }
+
+    /// Protects and queues an RTCP compound packet; false when the session cannot send yet.
+    @discardableResult
+    public func sendRTCP(_ packet: [UInt8]) -> Bool {
+        guard let outbound, let destination = remoteAddress, failure == nil,
+              let protected = try? outbound.protectRTCP(packet) else { return false }
+        transmits.append((protected, destination))
+        return true
+    }
+
+    /// Starts the DTLS handshake when this end is its client (call once ICE is up).
+    private func startDTLSIfClient(now: Instant) {
+        guard dtls.role == .client else { return }
+        dtls.start(now: now)
+        afterDTLS(destination: remoteAddress)
+    }
+
+    private func handleSTUN(_ datagram: [UInt8], from source: TransportAddress, now: Instant) {
+        guard let message = try? STUNMessage(parsing: datagram) else { drops.stunRejected += 1; return }
+        switch ice {
+        case .lite(var agent):
+            do {
+                let response = try agent.handleCheck(message, from: source, now: now)
+                ice = .lite(agent)
+                transmits.append((response, source))
+                // A 420 answer (unknown required attribute) validates nothing.
+                if message.unknownComprehensionRequired.isEmpty, !validatedAddresses.contains(source) {
+                    validatedAddresses.append(source)
+                    if validatedAddresses.count > 8 { validatedAddresses.removeFirst() }
+                }
+            } catch {
+                drops.stunRejected += 1
+            }
+        case .controlling(var agent):
+            do {
+                try agent.handleResponse(message, from: source, now: now)
+                ice = .controlling(agent)
+            } catch {
+                drops.stunRejected += 1
+            }
+        }
+        if !iceConnected, let address = remoteAddress {
+            iceConnected = true
+            events.append(.iceConnected(address))
+            startDTLSIfClient(now: now)
+        }
+    }
+
+    private func handleSRTP(_ datagram: [UInt8], from source: TransportAddress) {
+        guard validatedAddresses.contains(source) else { drops.unknownAddress += 1; return }
+        guard let inbound, datagram.count >= 2 else { drops.srtpRejected += 1; return }
+        // RFC 5761 §4: RTCP packet types 192–223 put 64–95 in the RTP payload-type position.
+        let isRTCP = (64...95).contains(datagram[1] & 0x7F)
+        do {
+            events.append(isRTCP ? .rtcp(try inbound.unprotectRTCP(datagram)) : .rtp(try inbound.unprotectRTP(datagram)))
+        } catch {
+            drops.srtpRejected += 1
+        }
+    }
+
+    /// Sends what DTLS wrote and notices the end of the handshake.
+    private func afterDTLS(destination: TransportAddress?) {
+        while let datagram = dtls.pollTransmit() {
+            guard let destination = remoteAddress ?? destination else { break }
+            transmits.append((datagram, destination))
+        }
+        switch dtls.state {
+        case .handshaking: break
+        case .connected(let keys):
+            guard outbound == nil else { return }
+            do {
+                inbound = try SRTPSession(profile: keys.profile, direction: .inbound, masterKeyAndSalt: keys.remoteMasterKeyAndSalt)
+                outbound = try SRTPSession(profile: keys.profile, direction: .outbound, masterKeyAndSalt: keys.localMasterKeyAndSalt)
+                events.append(.secure(keys.profile))
+            } catch {
+                fail(.dtls(.noSRTPProfile))
+            }
+        case .failed(let error):
+            fail(.dtls(error))
+        }
+    }
+
+    private func fail(_ reason: Failure) {
+        guard failure == nil else { return }
+        failure = reason
+        events.append(.failed(reason))
+    }
+}
