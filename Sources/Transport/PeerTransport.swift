@@ -57,6 +57,9 @@ public final class PeerTransport {
         }
     }
 
+    /// True once a valid check came from `address` (or, for a client, it is the host's).
+    public func hasValidated(_ address: TransportAddress) -> Bool { validatedAddresses.contains(address) }
+
     private var ice: ICERole
     private let dtls: DTLSTransport
     private let start: Instant

@@ -1,0 +1,169 @@
+import Transport
+import Wire
+
+/// What a `MediaPort` tells the owner of a peer: its transport's events, on the loop thread.
+public protocol PeerEventSink: AnyObject {
+    func peer(_ peer: MediaPort.PeerID, didEmit event: PeerTransport.Event)
+}
+
+/// The one UDP port every peer shares (API.md: demuxed by ICE username, then by address). A
+/// datagram from a known address goes to that address's peer; otherwise only a STUN check whose
+/// USERNAME starts with a peer's ufrag is taken, and once that peer's agent validates the check
+/// the address is learned. Everything else is dropped and counted. Runs on one event loop.
+public final class MediaPort {
+    public struct PeerID: Hashable, Sendable, CustomStringConvertible {
+        public let value: UInt64
+        public var description: String { "peer-\(value)" }
+    }
+
+    /// Datagrams dropped here, before any peer saw them.
+    public struct Counters: Sendable, Equatable {
+        public var datagramsIn = 0
+        public var datagramsOut = 0
+        public var bytesIn = 0
+        public var bytesOut = 0
+        /// From an unknown address and not a check naming a known ufrag.
+        public var unroutable = 0
+    }
+
+    private struct Peer {
+        let transport: PeerTransport
+        let ufrag: String
+        weak var sink: PeerEventSink?
+        var addresses: Set<TransportAddress> = []
+        var timer: EventLoop.TimerToken?
+        var timerDeadline: Instant?
+    }
+
+    public let loop: EventLoop
+    public let socket: UDPSocket
+    public private(set) var counters = Counters()
+    private var peers: [PeerID: Peer] = [:]
+    private var byUfrag: [String: PeerID] = [:]
+    private var byAddress: [TransportAddress: PeerID] = [:]
+    private var nextID: UInt64 = 0
+    private var pendingSends: [(bytes: [UInt8], destination: TransportAddress)] = []
+
+    /// Binds and starts reading on `loop`. Call on the loop thread (or before it runs).
+    public init(loop: EventLoop, bind address: TransportAddress) throws {
+        self.loop = loop
+        socket = try UDPSocket(bind: address)
+        try loop.watch(fd: socket.fd) { [unowned self] in readAll() }
+    }
+
+    public var peerCount: Int { peers.count }
+
+    /// Adds a peer whose checks will name `localUfrag` (the host's ufrag in its answer).
+    public func add(_ transport: PeerTransport, localUfrag: String, sink: PeerEventSink) -> PeerID {
+        nextID += 1
+        let id = PeerID(value: nextID)
+        peers[id] = Peer(transport: transport, ufrag: localUfrag, sink: sink)
+        byUfrag[localUfrag] = id
+        service(id, now: loop.clock.now())
+        return id
+    }
+
+    /// Forgets a peer: its addresses, its ufrag and its timer.
+    public func remove(_ id: PeerID) {
+        guard let peer = peers.removeValue(forKey: id) else { return }
+        if byUfrag[peer.ufrag] == id { byUfrag[peer.ufrag] = nil }
+        for address in peer.addresses where byAddress[address] == id { byAddress[address] = nil }
+        if let timer = peer.timer { loop.cancel(timer) }
+    }
+
+    public func transport(_ id: PeerID) -> PeerTransport? { peers[id]?.transport }
+
+    /// Protects and sends RTP to a peer; false if it cannot send yet.
+    @discardableResult
+    public func sendRTP(_ packet: [UInt8], to id: PeerID) -> Bool {
+        guard let transport = peers[id]?.transport, transport.sendRTP(packet) else { return false }
+        drainTransmits(of: transport)
+        return true
+    }
+
+    @discardableResult
+    public func sendRTCP(_ packet: [UInt8], to id: PeerID) -> Bool {
+        guard let transport = peers[id]?.transport, transport.sendRTCP(packet) else { return false }
+        drainTransmits(of: transport)
+        return true
+    }
+
+    /// Sends what is queued in one batch. Call after a round of `sendRTP` (the read path calls it
+    /// after each batch of datagrams).
+    public func flush() {
+        guard !pendingSends.isEmpty else { return }
+        let sent = socket.send(pendingSends)
+        counters.datagramsOut += sent
+        counters.bytesOut += pendingSends.prefix(sent).reduce(0) { $0 + $1.bytes.count }
+        pendingSends.removeAll(keepingCapacity: true)
+    }
+
+    private func readAll() {
+        let now = loop.clock.now()
+        for _ in 0..<16 {  // bounded, so timers and other sockets get their turn
+            let batch = socket.receiveBatch()
+            if batch.isEmpty { break }
+            for datagram in batch { route(datagram, now: now) }
+        }
+        flush()
+    }
+
+    private func route(_ datagram: UDPSocket.Datagram, now: Instant) {
+        counters.datagramsIn += 1
+        counters.bytesIn += datagram.bytes.count
+        let id: PeerID
+        if let known = byAddress[datagram.source] {
+            id = known
+        } else if let ufrag = Self.checkUfrag(datagram.bytes), let named = byUfrag[ufrag] {
+            id = named
+        } else {
+            counters.unroutable += 1
+            return
+        }
+        guard let transport = peers[id]?.transport else { return }
+        transport.handleDatagram(datagram.bytes, from: datagram.source, now: now)
+        // Learn the address once the agent has accepted a check from it.
+        if byAddress[datagram.source] == nil, transport.hasValidated(datagram.source) {
+            byAddress[datagram.source] = id
+            peers[id]?.addresses.insert(datagram.source)
+        }
+        service(id, now: now)
+    }
+
+    /// The first half of a Binding request's USERNAME (RFC 8445 §7.2.2: `ourUfrag:theirUfrag`),
+    /// read without verifying anything: the peer's agent does that.
+    static func checkUfrag(_ datagram: [UInt8]) -> String? {
+        guard DatagramKind(datagram: datagram) == .stun, let message = try? STUNMessage(parsing: datagram),
+              message.type == .bindingRequest, let username = message.username,
+              let colon = username.firstIndex(of: ":") else { return nil }
+        return String(username[..<colon])
+    }
+
+    /// Hands a peer's events to its sink, queues its datagrams and re-arms its timer.
+    private func service(_ id: PeerID, now: Instant) {
+        guard let peer = peers[id] else { return }
+        let transport = peer.transport
+        drainTransmits(of: transport)
+        while let event = transport.pollEvent() {
+            peer.sink?.peer(id, didEmit: event)
+            guard peers[id] != nil else { return }  // the sink removed it
+        }
+        guard let deadline = transport.nextTimeout(now: now) else { return }
+        if let current = peers[id]?.timerDeadline, current <= deadline, current > now { return }
+        if let timer = peers[id]?.timer { loop.cancel(timer) }
+        peers[id]?.timerDeadline = deadline
+        peers[id]?.timer = loop.schedule(at: deadline) { [weak self] in
+            guard let self, self.peers[id] != nil else { return }
+            self.peers[id]?.timer = nil
+            self.peers[id]?.timerDeadline = nil
+            let now = self.loop.clock.now()
+            transport.handleTimeout(now: now)
+            self.service(id, now: now)
+            self.flush()
+        }
+    }
+
+    private func drainTransmits(of transport: PeerTransport) {
+        while let transmit = transport.pollTransmit() { pendingSends.append(transmit) }
+    }
+}
