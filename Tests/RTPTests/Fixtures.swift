@@ -1,0 +1,3 @@
+import RTP
+import Wire
+import WireTesting
