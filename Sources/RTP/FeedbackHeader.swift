@@ -1,0 +1,13 @@
+import Wire
+
+/// The two SSRCs that open every feedback message (RFC 4585 §6.1).
+struct FeedbackSources {
+    var sender: SSRC
+    var media: SSRC
+
+    static func read(_ reader: inout ByteReader) throws(RTCPParseError) -> FeedbackSources {
+        try readingRTCP { () throws(Truncated) in
+            FeedbackSources(sender: SSRC(try reader.u32()), media: SSRC(try reader.u32()))
+        }
+    }
+}
