@@ -295,9 +295,14 @@ public struct VP8FrameAssembler: Sendable {
         let head = frames.removeFirst()
         packetCount -= head.packets.count
         byteCount -= head.bytes
+        let started = delivered != nil
         delivered = max(delivered ?? head.highest, head.highest)
         deliveredTimestamp = head.timestamp
-        if lost {
+        if lost, !started {
+            // Nothing came out yet: the stream is joined mid-way rather than lossy.
+            statistics.framesDiscarded += 1
+            needsKeyFrame = true
+        } else if lost {
             statistics.framesLost += 1
             needsKeyFrame = true
         } else {
@@ -318,16 +323,15 @@ public struct VP8FrameAssembler: Sendable {
                     emitHead()
                     continue
                 }
-                if follows || delivered == nil {
-                    if needsKeyFrame || delivered == nil {
-                        // Undecodable without the frames before it.
-                        needsKeyFrame = true
-                        dropHead(asLost: false)
+                if follows {
+                    if needsKeyFrame {
+                        dropHead(asLost: false)  // undecodable without the frame that was lost
                     } else {
                         emitHead()
                     }
                     continue
                 }
+                // Before the first frame a delta frame waits: its key frame may still be on the way.
             }
             // The head waits for packets. A complete key frame later makes waiting pointless.
             if let keyIndex = frames.firstIndex(where: { $0.isKeyFrame && $0.isComplete }), keyIndex > 0 {
