@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// The two SSRCs that open every feedback message (RFC 4585 §6.1).
 struct FeedbackSources {

@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// One FIR entry (RFC 5104 §4.3.1.1): the stream that must send a keyframe and the request's
 /// sequence number (the same number for a repeated request, +1 for a new one).

@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// One generic NACK entry (RFC 4585 §6.2.1): a lost packet and a bitmask of the 16 after it.
 public struct NACKPair: Equatable, Sendable {

@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// Goodbye, BYE (RFC 3550 §6.6): these sources leave, with an optional reason.
 public struct Goodbye: Equatable, Sendable {

@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// Why bytes are not a well-formed Opus packet (RFC 6716 §3.4, requirements R1-R7).
 public enum OpusParseError: Error, Equatable, Sendable {

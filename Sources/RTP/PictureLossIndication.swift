@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// Picture loss indication, PSFB FMT 1 (RFC 4585 §6.3.1): the receiver lost picture data and
 /// asks the sender for a keyframe.

@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// Why received bytes are not a valid RTCP compound packet (RFC 3550 §6, RFC 4585, RFC 5104).
 public enum RTCPParseError: Error, Equatable, Sendable {

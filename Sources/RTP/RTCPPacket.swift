@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// RTCP packet type numbers (RFC 3550 §12.1, RFC 4585 §6.1).
 public enum RTCPPacketType {

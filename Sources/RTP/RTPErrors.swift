@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// Why received bytes are not an RTP packet (RFC 3550 §5.1, RFC 8285) or a header extension value.
 public enum RTPParseError: Error, Equatable, Sendable {

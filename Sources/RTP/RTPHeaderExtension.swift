@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// One RTP header extension element (RFC 8285 §4): the SDP-negotiated local id and its data.
 ///

@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// One RTP packet (RFC 3550 §5.1): the fixed header, contributing sources, header extensions and
 /// the payload with any padding stripped.

@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// Receiver estimated maximum bitrate, REMB: PSFB FMT 15 with the 'REMB' identifier
 /// (draft-alvestrand-rmcat-remb-03 §2.2). The receiver's estimate of the total bitrate it can take

@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// Receiver report, RR (RFC 3550 §6.4.2): reception report blocks from a participant that does
 /// not send (or whose report blocks overflow its SR).

@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// One report block of an SR or RR (RFC 3550 §6.4.1): reception statistics about one source.
 public struct ReceptionReport: Equatable, Sendable {

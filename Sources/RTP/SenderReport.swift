@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// Sender report, SR (RFC 3550 §6.4.1): a sender's NTP/RTP timestamp pair for lip sync, its
 /// packet and octet counts, and reception report blocks.

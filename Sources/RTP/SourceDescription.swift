@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// The type of an SDES item (RFC 3550 §6.5).
 public struct SDESItemType: RawRepresentable, Hashable, Sendable, ExpressibleByIntegerLiteral {

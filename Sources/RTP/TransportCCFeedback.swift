@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// What transport-cc feedback says about one transport-wide sequence number.
 public struct TransportCCPacketStatus: Equatable, Sendable {

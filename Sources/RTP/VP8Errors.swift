@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// Why bytes are not a VP8 RTP payload (RFC 7741) or VP8 frame header (RFC 6386 §9.1).
 public enum VP8ParseError: Error, Equatable, Sendable {

@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// The picture size a VP8 key frame declares (RFC 6386 §9.1).
 public struct VP8KeyFrameSize: Hashable, Sendable {

@@ -1,4 +1,7 @@
+// Fuzz targets compile Wire and RTP as one module, where there is no Wire to import.
+#if canImport(Wire)
 import Wire
+#endif
 
 /// A VP8 picture id (RFC 7741 §4.2): 7 bits, or 15 bits when the M bit is set.
 public enum VP8PictureID: Hashable, Sendable {
