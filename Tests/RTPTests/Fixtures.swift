@@ -1,0 +1,151 @@
+import RTP
+import Wire
+import WireTesting
+
+/// Byte vectors shared by the known-vector tests and the robustness tests.
+enum Fixtures {
+    /// RTP, PT 96, seq 0x1234, ts 0xDEADBEEF, SSRC 0x11223344, marker, payload 01 02 03.
+    static let plainRTP: [UInt8] = [
+        0x80, 0xE0, 0x12, 0x34, 0xDE, 0xAD, 0xBE, 0xEF, 0x11, 0x22, 0x33, 0x44, 0x01, 0x02, 0x03,
+    ]
+
+    /// RTP with 2 CSRCs, a one-byte extension block (mid "0" id 1, audio level id 2, padding byte,
+    /// transport seq id 3) and 4 bytes of padding.
+    static let rtpWithEverything: [UInt8] = [
+        0xB2, 0x6F, 0x00, 0x07, 0x00, 0x00, 0x03, 0xC0, 0xCA, 0xFE, 0xBA, 0xBE,
+        0x00, 0x00, 0x00, 0x0A, 0x00, 0x00, 0x00, 0x0B,  // CSRCs
+        0xBE, 0xDE, 0x00, 0x03,  // one-byte form, 3 words
+        0x10, 0x30,  // id 1 len 1: "0"
+        0x20, 0x95,  // id 2 len 1: V=1, level 21
+        0x00,  // padding between elements
+        0x31, 0x01, 0x02,  // id 3 len 2: transport seq 0x0102
+        0x00, 0x00, 0x00, 0x00,  // padding to the word
+        0xAA, 0xBB,  // payload
+        0x00, 0x00, 0x00, 0x04,  // RTP padding, count 4
+    ]
+
+    /// RTP with a two-byte extension block (RFC 8285 §4.3): id 20 with 2 bytes, id 1 with 0 bytes.
+    static let rtpTwoByteExtensions: [UInt8] = [
+        0x90, 0x60, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x02,
+        0x10, 0x00, 0x00, 0x02,
+        0x14, 0x02, 0x12, 0x34, 0x01, 0x00, 0x00, 0x00,
+        0x55,
+    ]
+
+    /// SR with one report block, then SDES with a CNAME, as a WebRTC sender's compound packet.
+    static let senderReportAndSDES: [UInt8] = [
+        0x81, 0xC8, 0x00, 0x0C,  // SR, RC=1, 13 words
+        0x11, 0x22, 0x33, 0x44,
+        0xE7, 0x2B, 0x8C, 0x00, 0x80, 0x00, 0x00, 0x00,  // NTP
+        0x00, 0x01, 0x5F, 0x90,  // RTP ts 90000
+        0x00, 0x00, 0x00, 0x64,  // packets 100
+        0x00, 0x00, 0x27, 0x10,  // octets 10000
+        0x55, 0x66, 0x77, 0x88,  // report block
+        0x10, 0xFF, 0xFF, 0xFE,  // fraction 16, cumulative -2
+        0x00, 0x01, 0x00, 0x05, 0x00, 0x00, 0x00, 0x20, 0x8C, 0x00, 0x80, 0x00, 0x00, 0x01, 0x00, 0x00,
+        0x81, 0xCA, 0x00, 0x04,  // SDES, 1 chunk, 5 words
+        0x11, 0x22, 0x33, 0x44,
+        0x01, 0x09, 0x75, 0x73, 0x65, 0x72, 0x40, 0x68, 0x6F, 0x73, 0x74,  // CNAME "user@host"
+        0x00,  // end of items
+    ]
+
+    /// RR with no blocks, then BYE with a reason "bye".
+    static let receiverReportAndGoodbye: [UInt8] = [
+        0x80, 0xC9, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01,
+        0x81, 0xCB, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x03, 0x62, 0x79, 0x65,
+    ]
+
+    /// Generic NACK for 100, 101, 103 (PID 100, BLP 0b101).
+    static let nack: [UInt8] = [
+        0x81, 0xCD, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x64, 0x00, 0x05,
+    ]
+
+    /// PLI then FIR with one entry (seq nr 7).
+    static let pliAndFIR: [UInt8] = [
+        0x81, 0xCE, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x02,
+        0x84, 0xCE, 0x00, 0x04, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02,
+        0x07, 0x00, 0x00, 0x00,
+    ]
+
+    /// A REMB as Chrome sends it (the vector Pion's rtcp tests use): 8927168 bit/s for SSRC
+    /// 1215622422, exponent 6, mantissa 139487.
+    static let chromeREMB: [UInt8] = [
+        0x8F, 0xCE, 0x00, 0x05, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
+        0x52, 0x45, 0x4D, 0x42, 0x01, 0x1A, 0x20, 0xDF, 0x48, 0x74, 0xED, 0x16,
+    ]
+
+    /// Transport-cc feedback for 16 packets from 100: a run-length chunk (7 × small delta), a
+    /// 2-bit status vector (large, lost, small, lost, lost, small, large) and a 1-bit status vector
+    /// (2 × received), deltas, and 3 bytes of padding (P bit), as libwebrtc pads.
+    static let transportCC: [UInt8] = [
+        0xAF, 0xCD, 0x00, 0x0A,
+        0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x02,
+        0x00, 0x64, 0x00, 0x10,  // base 100, 16 statuses
+        0x00, 0x00, 0x10, 0x05,  // reference time 16 (1024 ms), feedback count 5
+        0x20, 0x07,  // run length: small delta × 7
+        0xE1, 0x06,  // 2-bit vector: 2 0 1 0 0 1 2
+        0xB0, 0x00,  // 1-bit vector: 1 1 (rest unused)
+        0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04,  // 7 small deltas of 1 ms
+        0xFF, 0xF0,  // -4 ms
+        0x08, 0x00,  // 2 ms, 0 ms
+        0x01, 0x00,  // 64 ms
+        0x04, 0x04,
+        0x00, 0x00, 0x03,  // padding
+    ]
+
+    /// An APP packet (type 204), kept as unknown.
+    static let applicationDefined: [UInt8] = [
+        0x80, 0xCC, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x6E, 0x61, 0x6D, 0x65,
+    ]
+
+    /// Every RTCP fixture, one compound packet each.
+    static let rtcp: [[UInt8]] = [
+        senderReportAndSDES, receiverReportAndGoodbye, nack, pliAndFIR, chromeREMB, transportCC, applicationDefined,
+    ]
+
+    /// VP8 payloads: a minimal descriptor, one with every optional field, and a key frame start.
+    static let vp8Payloads: [[UInt8]] = [
+        [0x10, 0x00, 0x01],
+        [0xB0, 0xF0, 0x81, 0x23, 0x45, 0xA7, 0x9D, 0x01, 0x2A],
+        [0x90, 0x80, 0x7F] + keyFrameStart,
+    ]
+
+    /// The start of a 640×480 VP8 key frame (frame tag, start code, size).
+    static let keyFrameStart: [UInt8] =
+        VP8FrameHeader(isKeyFrame: true, firstPartitionSize: 1000, keyFrameSize: VP8KeyFrameSize(width: 640, height: 480))
+        .serialized()
+
+    /// Opus packets: code 0 (20 ms CELT FB mono), code 1, code 2, code 3 CBR, code 3 VBR with padding.
+    static let opusPackets: [[UInt8]] = [
+        [0xF8, 0x01, 0x02, 0x03],
+        [0xF9, 0x01, 0x02, 0x03, 0x04],
+        [0xFA, 0x02, 0x01, 0x02, 0x03, 0x04, 0x05],
+        [0xFB, 0x03, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06],
+        [0x4B, 0xC3, 0x02, 0x01, 0x02, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x00, 0x00],
+    ]
+
+    /// An encoded frame of `size` bytes; `key` frames start with a real key frame header.
+    static func frame(size: Int, key: Bool, seed: UInt64) -> [UInt8] {
+        var generator = SeededGenerator(seed: seed)
+        var bytes = key ? keyFrameStart : [0x01, 0x00, 0x00]  // P bit set on delta frames
+        while bytes.count < size { bytes.append(UInt8.random(in: 0...255, using: &generator)) }
+        return Array(bytes.prefix(max(size, 1)))
+    }
+
+    /// RTP packets carrying `frames` through a packetizer with a 100-byte payload budget.
+    static func rtpPackets(frames: [[UInt8]], firstSequenceNumber: UInt16 = 65_530) -> [RTPPacket] {
+        guard var packetizer = VP8Packetizer(maxPayloadSize: 100) else { return [] }
+        var packets: [RTPPacket] = []
+        var sequenceNumber = firstSequenceNumber
+        for (index, frame) in frames.enumerated() {
+            let payloads = packetizer.packetize(frame)
+            for (position, payload) in payloads.enumerated() {
+                packets.append(RTPPacket(
+                    marker: position == payloads.count - 1, payloadType: 96, sequenceNumber: sequenceNumber,
+                    timestamp: UInt32(index) &* 3000 &+ 0xFFFF_F000, ssrc: 0x1234, payload: payload[...]))
+                sequenceNumber &+= 1
+            }
+        }
+        return packets
+    }
+}
