@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // Tessera: a conference MCU host. One module per layer; a lower layer never imports a higher one:
-//   C* system libraries, Wire  <  RTP, SDP  <  Transport, Media  <  Server  <  tessera (executable)
+//   C* system libraries, Wire  <  RTP, SDP  <  Streams, Transport, Media  <  Server  <  tessera (executable)
 import PackageDescription
 
 /// A system-library target: a modulemap plus a shim header of `static inline` wrappers for the
@@ -34,12 +34,14 @@ let package = Package(
         .target(name: "Wire"),
         .target(name: "RTP", dependencies: ["Wire"]),
         .target(name: "SDP"),
+        // Receive/send streams: NACK, RTX, PLI/FIR, SR/RR, bandwidth estimate.
+        .target(name: "Streams", dependencies: ["Wire", "RTP"]),
         // STUN/ICE-lite, DTLS-SRTP, SRTP: the per-peer transport.
         .target(name: "Transport", dependencies: ["Wire", "RTP", "COpenSSL", "CSRTP", "CZlib"]),
         // Codecs, frames, containers, text: thin owners of the media C libraries.
         .target(name: "Media", dependencies: ["CVPX", "COpus", "CYUV", "CAVFormat", "CFreeType"]),
         // Sockets, event loop, HTTP API, config.
-        .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Transport", "Media", "CMicroHTTPD", "CLinux"]),
+        .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Media", "CMicroHTTPD", "CLinux"]),
         .executableTarget(name: "tessera", dependencies: ["Server", "RTP", "SDP", "Transport", "Media"]),
 
         // Seeded mutation of valid messages, shared by every parser's robustness test.
@@ -47,6 +49,7 @@ let package = Package(
         .testTarget(name: "WireTests", dependencies: ["Wire", "WireTesting"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "Wire", "WireTesting"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP", "WireTesting"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "StreamsTests", dependencies: ["Streams", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "MediaTests", dependencies: ["Media"]),
         .testTarget(name: "ServerTests", dependencies: ["Server"]),
