@@ -10,6 +10,10 @@ BUILD_PACKAGES=(pkg-config libssl-dev libsrtp2-dev libvpx-dev libopus-dev libyuv
     libavformat-dev libavcodec-dev libavutil-dev libfreetype-dev zlib1g-dev fonts-dejavu-core)
 # Tools the tests use: ffprobe/ffmpeg to check recordings, unshare/ip for a loopback-only namespace.
 TEST_PACKAGES=(ffmpeg iproute2 util-linux)
+# Real peers for Interop/: headless Chromium, GStreamer's webrtcbin with the system Python's gi.
+INTEROP_PACKAGES=(python3 python3-venv chromium gstreamer1.0-tools gstreamer1.0-plugins-base
+    gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-nice python3-gi gir1.2-gstreamer-1.0
+    gir1.2-gst-plugins-base-1.0 gir1.2-gst-plugins-bad-1.0 gir1.2-nice-0.1)
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
@@ -36,7 +40,6 @@ ensure_debian_packages() {
 ensure_python_venv() {
     local requirements="$TESSERA_ROOT/Interop/requirements.txt" venv="$TESSERA_ROOT/.venv"
     [ -f "$requirements" ] || return 0
-    ensure_debian_packages python3 python3-venv
     [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
     local stamp="$venv/.requirements.sha256" sum
     sum=$(sha256sum "$requirements" | cut -d' ' -f1)
@@ -58,7 +61,7 @@ setup_build() {
 
 setup_test() {
     setup_build
-    ensure_debian_packages "${TEST_PACKAGES[@]}"
+    ensure_debian_packages "${TEST_PACKAGES[@]}" "${INTEROP_PACKAGES[@]}"
     ensure_python_venv
 }
 
