@@ -1,0 +1,219 @@
+import RTP
+import Wire
+
+/// The retransmission stream that goes with a media stream (RFC 4588 §4, §8: SSRC-multiplexed,
+/// `a=rtpmap:<pt> rtx/<rate>` with `a=fmtp:<pt> apt=<media pt>`, `a=ssrc-group:FID`).
+public struct RTXConfiguration: Equatable, Sendable {
+    /// The RTX stream's SSRC.
+    public var ssrc: SSRC
+    /// The RTX payload type.
+    public var payloadType: PayloadType
+    /// The media payload type it carries (`apt`).
+    public var associatedPayloadType: PayloadType
+
+    /// An RTX stream `ssrc` that carries `associatedPayloadType` as `payloadType`.
+    public init(ssrc: SSRC, payloadType: PayloadType, associatedPayloadType: PayloadType) {
+        self.ssrc = ssrc
+        self.payloadType = payloadType
+        self.associatedPayloadType = associatedPayloadType
+    }
+}
+
+/// Why an RTX packet cannot be turned back into the media packet it carries.
+public enum RTXUnwrapError: Error, Equatable, Sendable {
+    /// The payload is shorter than the 2-byte original sequence number (RFC 4588 §4), as in the
+    /// padding-only packets senders use for bandwidth probing.
+    case missingOriginalSequenceNumber
+    /// The packet is not from the RTX stream, or not of its payload type.
+    case notRetransmission(ssrc: SSRC, payloadType: PayloadType)
+}
+
+/// RFC 4588 §4 payload format: the RTX packet has the media packet's header with the RTX SSRC,
+/// RTX payload type and the RTX stream's own sequence number; its payload is the original sequence
+/// number (OSN) followed by the original payload.
+///
+/// ```
+/// |                         RTP Header                            |
+/// |            OSN                |                               |
+/// |                  Original RTP Packet Payload                  |
+/// ```
+public enum RTXPacket {
+    /// Wraps `original` for the RTX stream as packet `sequenceNumber` of that stream. Padding is
+    /// dropped; marker, timestamp, CSRCs and header extensions are kept.
+    public static func wrap(
+        _ original: RTPPacket, configuration: RTXConfiguration, sequenceNumber: UInt16
+    ) -> RTPPacket {
+        var payload: [UInt8] = []
+        payload.reserveCapacity(2 + original.payload.count)
+        payload.append(UInt8(truncatingIfNeeded: original.sequenceNumber >> 8))
+        payload.append(UInt8(truncatingIfNeeded: original.sequenceNumber))
+        payload.append(contentsOf: original.payload)
+        var packet = original
+        packet.ssrc = configuration.ssrc
+        packet.payloadType = configuration.payloadType
+        packet.sequenceNumber = sequenceNumber
+        packet.payload = payload[...]
+        packet.paddingLength = 0
+        return packet
+    }
+
+    /// The media packet an RTX packet carries (RFC 4588 §4): the OSN becomes the sequence number,
+    /// the associated payload type and the media SSRC come back. The payload is a slice of the
+    /// RTX packet's bytes (no copy).
+    public static func unwrap(
+        _ rtx: RTPPacket, configuration: RTXConfiguration, mediaSSRC: SSRC
+    ) throws(RTXUnwrapError) -> RTPPacket {
+        guard rtx.ssrc == configuration.ssrc, rtx.payloadType == configuration.payloadType else {
+            throw .notRetransmission(ssrc: rtx.ssrc, payloadType: rtx.payloadType)
+        }
+        guard rtx.payload.count >= 2 else { throw .missingOriginalSequenceNumber }
+        let start = rtx.payload.startIndex
+        var packet = rtx
+        packet.sequenceNumber = UInt16(rtx.payload[start]) << 8 | UInt16(rtx.payload[start + 1])
+        packet.payload = rtx.payload[(start + 2)...]
+        packet.payloadType = configuration.associatedPayloadType
+        packet.ssrc = mediaSSRC
+        packet.paddingLength = 0
+        return packet
+    }
+}
+
+/// The send side's history of recently sent RTP packets, from which generic NACKs
+/// (RFC 4585 §6.2.1) are answered, as RTX (RFC 4588) when configured, else with the original bytes.
+///
+/// Bounded by count (a ring of `capacity` slots indexed by sequence number) and by age
+/// (`maxAge`). A NACK storm cannot amplify: each packet is resent at most once per
+/// `minimumResendInterval`, and all resends together are held to `maxBytesPerSecond` by a token
+/// bucket that holds at most one second's worth. Storing a packet keeps a reference to its bytes
+/// (no copy).
+public struct RetransmissionBuffer: Sendable {
+    /// Bounds and pacing.
+    public struct Configuration: Equatable, Sendable {
+        /// Packets kept (rounded up to a power of two).
+        public var capacity: Int = 1024
+        /// Packets older than this are not resent.
+        public var maxAge: Duration = .seconds(1)
+        /// A packet is resent at most once per this interval.
+        public var minimumResendInterval: Duration = .milliseconds(10)
+        /// Resent bytes per second at most (RTP bytes, before SRTP).
+        public var maxBytesPerSecond: Int = 250_000
+        /// The defaults: 1024 packets, 1 s, 10 ms per packet, 2 Mbit/s of resends.
+        public init() {}
+    }
+
+    struct Slot: Sendable {
+        var sequenceNumber: UInt16
+        var sentAt: Instant
+        var lastResentAt: Instant?
+        var bytes: [UInt8]
+    }
+
+    /// The configuration in use.
+    public let configuration: Configuration
+    /// RTX stream, when negotiated.
+    public var rtx: RTXConfiguration?
+    /// The RTX stream's next sequence number.
+    public private(set) var nextRTXSequenceNumber: UInt16
+    private var slots: [Slot?]
+    private let mask: Int
+    private var tokens: Double
+    private var tokensUpdatedAt: Instant?
+    /// Packets resent so far.
+    public private(set) var packetsResent: Int64 = 0
+    /// Requested packets not resent: unknown, too old, paced or over the byte budget.
+    public private(set) var requestsRefused: Int64 = 0
+
+    /// A buffer with these bounds; `rtx` and the RTX stream's first sequence number (random per
+    /// RFC 3550 §5.1) when RTX is negotiated.
+    public init(configuration: Configuration = Configuration(), rtx: RTXConfiguration? = nil,
+                firstRTXSequenceNumber: UInt16 = 0) {
+        self.configuration = configuration
+        self.rtx = rtx
+        nextRTXSequenceNumber = firstRTXSequenceNumber
+        var size = 1
+        while size < max(1, configuration.capacity) { size <<= 1 }
+        slots = [Slot?](repeating: nil, count: size)
+        mask = size - 1
+        tokens = Double(configuration.maxBytesPerSecond)
+    }
+
+    /// Keeps a sent packet (serialized, before SRTP). Bytes that are not an RTP header are ignored.
+    public mutating func packetSent(_ bytes: [UInt8], now: Instant) {
+        guard bytes.count >= RTPPacket.fixedHeaderSize else { return }
+        let sequenceNumber = UInt16(bytes[2]) << 8 | UInt16(bytes[3])
+        slots[Int(sequenceNumber) & mask] = Slot(sequenceNumber: sequenceNumber, sentAt: now, lastResentAt: nil,
+                                                 bytes: bytes)
+    }
+
+    /// The stored bytes of packet `sequenceNumber` if still held and young enough.
+    public func storedPacket(_ sequenceNumber: UInt16, now: Instant) -> [UInt8]? {
+        guard let slot = slots[Int(sequenceNumber) & mask], slot.sequenceNumber == sequenceNumber,
+            now - slot.sentAt <= configuration.maxAge
+        else { return nil }
+        return slot.bytes
+    }
+
+    /// The packets to send in answer to `nack`, serialized and in the NACK's order: RTX packets
+    /// when RTX is configured, else the original bytes. Paced and budgeted (see the type).
+    public mutating func retransmissions(for nack: GenericNACK, now: Instant) -> [[UInt8]] {
+        refillTokens(now: now)
+        var out: [[UInt8]] = []
+        // A NACK lists each number once per bit; 17 per pair bounds the work for hostile masks.
+        for pair in nack.pairs {
+            var mask = UInt32(pair.lostBitmask) << 1 | 1
+            var offset: UInt16 = 0
+            while mask != 0 {
+                if mask & 1 != 0, let packet = resend(pair.packetID &+ offset, now: now) { out.append(packet) }
+                mask >>= 1
+                offset += 1
+            }
+        }
+        return out
+    }
+
+    private mutating func resend(_ sequenceNumber: UInt16, now: Instant) -> [UInt8]? {
+        let index = Int(sequenceNumber) & mask
+        guard var slot = slots[index], slot.sequenceNumber == sequenceNumber,
+            now - slot.sentAt <= configuration.maxAge
+        else {
+            requestsRefused += 1
+            return nil
+        }
+        if let last = slot.lastResentAt, now - last < configuration.minimumResendInterval {
+            requestsRefused += 1
+            return nil
+        }
+        var bytes = slot.bytes
+        if let rtx {
+            guard let original = try? RTPPacket.parse(slot.bytes) else {
+                requestsRefused += 1
+                return nil
+            }
+            let wrapped = RTXPacket.wrap(original, configuration: rtx, sequenceNumber: nextRTXSequenceNumber)
+            guard let serialized = try? wrapped.serialized() else {
+                requestsRefused += 1
+                return nil
+            }
+            bytes = serialized
+        }
+        guard Double(bytes.count) <= tokens else {
+            requestsRefused += 1
+            return nil
+        }
+        tokens -= Double(bytes.count)
+        if rtx != nil { nextRTXSequenceNumber &+= 1 }
+        slot.lastResentAt = now
+        slots[index] = slot
+        packetsResent += 1
+        return bytes
+    }
+
+    private mutating func refillTokens(now: Instant) {
+        let rate = Double(max(0, configuration.maxBytesPerSecond))
+        if let last = tokensUpdatedAt, now > last {
+            let seconds = Double((now - last).nanosecondsClamped) / 1e9
+            tokens = min(rate, tokens + rate * seconds)
+        }
+        if tokensUpdatedAt.map({ now > $0 }) ?? true { tokensUpdatedAt = now }
+    }
+}

@@ -1,0 +1,118 @@
+import RTP
+import Streams
+import Testing
+import Wire
+
+@Suite struct RetransmissionTests {
+    static let rtx = RTXConfiguration(ssrc: 0x2222, payloadType: 97, associatedPayloadType: 96)
+
+    /// A packet with everything RTX must carry through: CSRCs, header extensions, the marker.
+    static func richPacket(sequenceNumber: UInt16) -> RTPPacket {
+        RTPPacket(marker: true, payloadType: 96, sequenceNumber: sequenceNumber, timestamp: 0xDEAD_BEEF, ssrc: 0x1111,
+                  csrcs: [5, 6], extensions: [RTPHeaderExtension(id: 1, data: [0x30]),
+                                              RTPHeaderExtension(id: 3, data: [0x01, 0x02])],
+                  payload: [1, 2, 3, 4, 5, 6, 7][...])
+    }
+
+    @Test func rtxWrapThenUnwrapRestoresTheExactOriginalPacket() throws {
+        let original = Self.richPacket(sequenceNumber: 0xFFFE)
+        let wrapped = RTXPacket.wrap(original, configuration: Self.rtx, sequenceNumber: 77)
+        #expect(wrapped.ssrc == 0x2222 && wrapped.payloadType == 97 && wrapped.sequenceNumber == 77)
+        #expect(Array(wrapped.payload.prefix(2)) == [0xFF, 0xFE])  // RFC 4588 §4: OSN first
+        let onWire = try wrapped.serialized()
+        let received = try RTPPacket.parse(onWire)
+        let restored = try RTXPacket.unwrap(received, configuration: Self.rtx, mediaSSRC: 0x1111)
+        #expect(try restored.serialized() == original.serialized())
+    }
+
+    @Test func unwrapRefusesPaddingOnlyAndForeignPackets() {
+        var probe = RTPPacket(payloadType: 97, sequenceNumber: 1, timestamp: 0, ssrc: 0x2222)
+        probe.paddingLength = 200
+        #expect(throws: RTXUnwrapError.missingOriginalSequenceNumber) {
+            try RTXPacket.unwrap(probe, configuration: Self.rtx, mediaSSRC: 0x1111)
+        }
+        let media = videoPacket(sequenceNumber: 1, timestamp: 0)
+        #expect(throws: RTXUnwrapError.notRetransmission(ssrc: 0x1111, payloadType: 96)) {
+            try RTXPacket.unwrap(media, configuration: Self.rtx, mediaSSRC: 0x1111)
+        }
+    }
+
+    @Test func nackIsAnsweredWithRTXPacketsThatCarryTheOriginals() throws {
+        var buffer = RetransmissionBuffer(rtx: Self.rtx, firstRTXSequenceNumber: 65_535)
+        var originals: [UInt16: [UInt8]] = [:]
+        for sequence: UInt16 in 0..<20 {
+            let bytes = try Self.richPacket(sequenceNumber: sequence).serialized()
+            originals[sequence] = bytes
+            buffer.packetSent(bytes, now: at(Int(sequence)))
+        }
+        let nack = GenericNACK(senderSSRC: 9, mediaSSRC: 0x1111, lostSequenceNumbers: [3, 4, 10])
+        let resent = buffer.retransmissions(for: nack, now: at(30))
+        #expect(resent.count == 3)
+        var rtxSequenceNumbers: [UInt16] = []
+        for (bytes, expected) in zip(resent, [UInt16(3), 4, 10]) {
+            let rtxPacket = try RTPPacket.parse(bytes)
+            rtxSequenceNumbers.append(rtxPacket.sequenceNumber)
+            let media = try RTXPacket.unwrap(rtxPacket, configuration: Self.rtx, mediaSSRC: 0x1111)
+            #expect(try media.serialized() == originals[expected])
+        }
+        #expect(rtxSequenceNumbers == [65_535, 0, 1])  // its own counter, wrapping
+    }
+
+    @Test func withoutRTXTheOriginalBytesAreResent() throws {
+        var buffer = RetransmissionBuffer()
+        let bytes = try videoPacket(sequenceNumber: 42, timestamp: 9).serialized()
+        buffer.packetSent(bytes, now: at(0))
+        #expect(buffer.retransmissions(for: GenericNACK(senderSSRC: 9, mediaSSRC: 0x1111, lostSequenceNumbers: [42]),
+                                       now: at(5)) == [bytes])
+    }
+
+    @Test func packetsPastTheAgeOrCountBoundAreNotResent() throws {
+        var buffer = RetransmissionBuffer()
+        for sequence: UInt16 in 0..<1100 {
+            buffer.packetSent(try videoPacket(sequenceNumber: sequence, timestamp: 0, size: 10).serialized(),
+                              now: at(Int(sequence)))
+        }
+        #expect(buffer.storedPacket(50, now: at(1100)) == nil)  // overwritten: 1024 slots
+        #expect(buffer.storedPacket(1050, now: at(1100)) != nil)
+        #expect(buffer.storedPacket(1050, now: at(1050 + 1001)) == nil)  // older than 1 s
+    }
+
+    /// 100 identical NACKs, one per millisecond: each packet goes out at most once per 10 ms.
+    @Test func nackStormResendsEachPacketAtMostOncePerPacingInterval() throws {
+        var buffer = RetransmissionBuffer(rtx: Self.rtx)
+        for sequence: UInt16 in 0..<10 {
+            buffer.packetSent(try videoPacket(sequenceNumber: sequence, timestamp: 0).serialized(), now: at(0))
+        }
+        let nack = GenericNACK(senderSSRC: 9, mediaSSRC: 0x1111, lostSequenceNumbers: Array(0..<10))
+        var sendTimes: [UInt16: [Int]] = [:]
+        for ms in 0..<100 {
+            for bytes in buffer.retransmissions(for: nack, now: at(ms)) {
+                let media = try RTXPacket.unwrap(try RTPPacket.parse(bytes), configuration: Self.rtx, mediaSSRC: 0x1111)
+                sendTimes[media.sequenceNumber, default: []].append(ms)
+            }
+        }
+        #expect(sendTimes.count == 10)
+        for (_, times) in sendTimes {
+            #expect(times.count == 10)
+            for (earlier, later) in zip(times, times.dropFirst()) { #expect(later - earlier >= 10) }
+        }
+    }
+
+    @Test func resendBytesStayWithinTheBudget() throws {
+        var configuration = RetransmissionBuffer.Configuration()
+        configuration.maxBytesPerSecond = 100_000
+        configuration.minimumResendInterval = .zero
+        var buffer = RetransmissionBuffer(configuration: configuration)
+        for sequence: UInt16 in 0..<1000 {
+            buffer.packetSent(try videoPacket(sequenceNumber: sequence, timestamp: 0, size: 988).serialized(), now: at(0))
+        }
+        let nack = GenericNACK(senderSSRC: 9, mediaSSRC: 0x1111, lostSequenceNumbers: Array(0..<1000))
+        var bytes = 0
+        for ms in stride(from: 0, to: 1000, by: 10) {
+            bytes += buffer.retransmissions(for: nack, now: at(ms)).reduce(0) { $0 + $1.count }
+        }
+        // One second's refill plus the initial bucket: at most 200 kB, and the budget is used.
+        #expect(bytes <= 200_000)
+        #expect(bytes >= 150_000)
+    }
+}
