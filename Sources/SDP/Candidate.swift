@@ -1,0 +1,129 @@
+// ICE candidates in SDP (RFC 8839 §5.1, with the TCP extension of RFC 6544 §4.5).
+//
+//   candidate-attribute = "candidate" ":" foundation SP component-id SP transport SP priority SP
+//                         connection-address SP port SP "typ" SP cand-type
+//                         [SP "raddr" SP connection-address] [SP "rport" SP port]
+//                         *(SP extension-att-name SP extension-att-value)
+
+/// One ICE candidate, as in `a=candidate:` or a trickled `candidate:` line.
+public struct Candidate: Sendable, Equatable {
+    /// One `name value` extension pair after the fixed fields (e.g. `network-cost 50`).
+    public struct Extension: Sendable, Equatable {
+        /// The extension's name.
+        public var name: String
+        /// The extension's value.
+        public var value: String
+
+        /// The pair `name value`.
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// 1 to 32 ice-chars grouping candidates of the same type, base and server.
+    public var foundation: String
+    /// The component: 1 for RTP (and RTCP, with rtcp-mux), 2 for a separate RTCP.
+    public var component: UInt16
+    /// The transport as written (`udp`, `UDP`, `tcp`); compare case-insensitively.
+    public var transport: String
+    /// The candidate's priority (RFC 8445 §5.1.2).
+    public var priority: UInt32
+    /// The IP address or FQDN (such as an mDNS `.local` name).
+    public var address: String
+    /// The port (9 for TCP active candidates, RFC 6544 §4.5).
+    public var port: UInt16
+    /// The candidate type as written: `host`, `srflx`, `prflx`, `relay`.
+    public var type: String
+    /// `raddr`: the related address of a reflexive or relayed candidate.
+    public var relatedAddress: String?
+    /// `rport`: the related port.
+    public var relatedPort: UInt16?
+    /// `tcptype`: `active`, `passive` or `so` (RFC 6544 §4.5).
+    public var tcpType: String?
+    /// `generation`, a legacy extension Chromium writes.
+    public var generation: UInt32?
+    /// Every other extension pair, in order (`network-id`, `network-cost`, `ufrag`, …).
+    public var extensions: [Extension]
+
+    /// A candidate with the given fields.
+    public init(
+        foundation: String, component: UInt16, transport: String, priority: UInt32, address: String, port: UInt16,
+        type: String, relatedAddress: String? = nil, relatedPort: UInt16? = nil, tcpType: String? = nil,
+        generation: UInt32? = nil, extensions: [Extension] = []
+    ) {
+        self.foundation = foundation
+        self.component = component
+        self.transport = transport
+        self.priority = priority
+        self.address = address
+        self.port = port
+        self.type = type
+        self.relatedAddress = relatedAddress
+        self.relatedPort = relatedPort
+        self.tcpType = tcpType
+        self.generation = generation
+        self.extensions = extensions
+    }
+
+    /// Reads the text after `a=candidate:` (or after `candidate:` in a trickled line).
+    public init(attributeValue text: Substring) throws(SDPError) {
+        let fields = Lexical.fields(text)
+        guard fields.count >= 8 else { throw SDPError(.badCandidate, "a=candidate has fewer than 8 fields") }
+        guard (1...32).contains(fields[0].utf8.count), Lexical.isICEChars(fields[0]) else {
+            throw SDPError(.badCandidate, "candidate foundation must be 1 to 32 ice-chars")
+        }
+        guard let component = Lexical.number(fields[1], max: 256), component >= 1 else {
+            throw SDPError(.badCandidate, "candidate component is not in 1...256")
+        }
+        guard Lexical.isToken(fields[2]) else { throw SDPError(.badCandidate, "candidate transport is not a token") }
+        guard let priority = Lexical.number(fields[3], max: UInt64(UInt32.max)) else {
+            throw SDPError(.badCandidate, "candidate priority is not a 32-bit number")
+        }
+        guard Lexical.isToken(fields[4]) else { throw SDPError(.badCandidate, "candidate address is empty") }
+        guard let port = Lexical.number(fields[5], max: 65535) else { throw SDPError(.badCandidate, "candidate port is not in 0...65535") }
+        guard fields[6] == "typ", Lexical.isToken(fields[7]) else { throw SDPError(.badCandidate, "candidate has no 'typ <type>'") }
+        guard (fields.count - 8) % 2 == 0 else { throw SDPError(.badCandidate, "candidate extension without a value") }
+        self.init(
+            foundation: String(fields[0]), component: UInt16(component), transport: String(fields[2]),
+            priority: UInt32(priority), address: String(fields[4]), port: UInt16(port), type: String(fields[7]))
+        var index = 8
+        while index < fields.count {
+            let name = fields[index]
+            let value = fields[index + 1]
+            guard Lexical.isToken(name), Lexical.isToken(value) else { throw SDPError(.badCandidate, "candidate extension is not tokens") }
+            switch name {
+            case "raddr" where relatedAddress == nil:
+                relatedAddress = String(value)
+            case "rport" where relatedPort == nil:
+                guard let rport = Lexical.number(value, max: 65535) else { throw SDPError(.badCandidate, "candidate rport is not a port") }
+                relatedPort = UInt16(rport)
+            case "tcptype" where tcpType == nil:
+                tcpType = String(value)
+            case "generation" where generation == nil:
+                guard let number = Lexical.number(value, max: UInt64(UInt32.max)) else {
+                    throw SDPError(.badCandidate, "candidate generation is not a number")
+                }
+                generation = UInt32(number)
+            default:
+                extensions.append(Extension(name: String(name), value: String(value)))
+            }
+            index += 2
+        }
+    }
+
+    /// Whether the transport is UDP.
+    public var isUDP: Bool { transport.lowercased() == "udp" }
+
+    /// The text after `a=candidate:`, fields in RFC 8839 §5.1 order, then tcptype, generation
+    /// and the other extensions.
+    public var attributeValue: String {
+        var text = "\(foundation) \(component) \(transport) \(priority) \(address) \(port) typ \(type)"
+        if let relatedAddress { text += " raddr \(relatedAddress)" }
+        if let relatedPort { text += " rport \(relatedPort)" }
+        if let tcpType { text += " tcptype \(tcpType)" }
+        if let generation { text += " generation \(generation)" }
+        for pair in extensions { text += " \(pair.name) \(pair.value)" }
+        return text
+    }
+}
