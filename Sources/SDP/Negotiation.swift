@@ -1,0 +1,442 @@
+// The host's answer to a WebRTC offer: JSEP answer rules (RFC 8829 §5.3), BUNDLE (RFC 8843),
+// Unified Plan, ICE attributes (RFC 8839), DTLS roles (RFC 8842). A pure function: it reads the
+// parsed offer and the host's parameters and returns the answer and what was agreed.
+//
+// The host is ICE-lite (RFC 8445 §2.5), requires BUNDLE when more than one section is used, and
+// requires RTCP mux (RFC 8858): a usable section without `a=rtcp-mux` is rejected, and an offer
+// left with nothing usable is refused with `rtcpMuxRequired`. An offer with several usable
+// sections and no BUNDLE group is refused with `bundleRequired` (the host has one transport per
+// peer); a section outside the offer's BUNDLE group is rejected with port 0.
+
+/// The host's DTLS role, from the offer's `a=setup` (RFC 8842 §5.3).
+public enum DTLSRole: Sendable, Equatable {
+    /// The host answers `a=setup:passive` and waits for the peer's ClientHello.
+    case server
+    /// The peer offered `a=setup:passive`: the host answers `a=setup:active` and connects.
+    case client
+}
+
+/// The offer's transport (the BUNDLE tagged section's, falling back to session level).
+public struct PeerTransport: Sendable, Equatable {
+    /// The peer's `a=ice-ufrag`.
+    public var iceUsernameFragment: String
+    /// The peer's `a=ice-pwd`.
+    public var icePassword: String
+    /// The peer's `a=fingerprint` lines (aiortc offers sha-256, sha-384 and sha-512).
+    public var fingerprints: [Fingerprint]
+    /// The peer's `a=setup`; nil when absent (treated as actpass).
+    public var setupRole: SetupRole?
+    /// The peer's candidates in the tagged section, in order.
+    public var candidates: [Candidate]
+    /// Whether the peer said `a=end-of-candidates` there.
+    public var endOfCandidates: Bool
+    /// The peer's `a=ice-options` (e.g. `trickle`).
+    public var iceOptions: [String]
+
+    /// The fingerprint to check the peer's certificate with: sha-256 if offered, else the first.
+    public var preferredFingerprint: Fingerprint? {
+        fingerprints.first { $0.hashFunction.lowercased() == "sha-256" } ?? fingerprints.first
+    }
+}
+
+/// The codec agreed on one m= line, with its RTX companion and feedback.
+public struct NegotiatedCodec: Sendable, Equatable {
+    /// The payload type, the offer's.
+    public var payloadType: UInt8
+    /// The encoding name as the offer wrote it.
+    public var encodingName: String
+    /// The RTP clock rate.
+    public var clockRate: UInt32
+    /// The channel count, if written.
+    public var channels: UInt8?
+    /// The RTX payload type (RFC 4588) whose `apt` is `payloadType`, when offered and accepted.
+    public var rtxPayloadType: UInt8?
+    /// The feedback both sides support, in the offer's order.
+    public var feedback: [RTCPFeedback]
+    /// The peer's `a=fmtp` parameters for the codec, if any.
+    public var peerFormatParameters: String?
+}
+
+/// One accepted m= line: what the peer sends, what the host sends, how.
+public struct NegotiatedMedia: Sendable, Equatable {
+    /// The section's position in the offer (and the answer).
+    public var index: Int
+    /// The section's `a=mid`.
+    public var mid: String
+    /// audio or video.
+    public var kind: MediaKind
+    /// The direction the peer offered (from the peer's point of view).
+    public var peerDirection: Direction
+    /// The direction in the answer (from the host's point of view).
+    public var hostDirection: Direction
+    /// The agreed codec.
+    public var codec: NegotiatedCodec
+    /// The peer's media SSRCs (`a=ssrc`), without the RTX ones of `a=ssrc-group:FID`.
+    public var peerSSRCs: [UInt32]
+    /// The peer's RTX SSRC for each media SSRC (RFC 5576 §4.2, FID).
+    public var peerRTXSSRCs: [UInt32: UInt32]
+    /// The peer's CNAME from `a=ssrc:<n> cname:`.
+    public var peerCNAME: String?
+    /// The peer's `a=msid` (or the `msid` of its first `a=ssrc`).
+    public var peerMSID: MSID?
+    /// The header extensions agreed, with the offer's ids.
+    public var headerExtensions: [ExtensionMap]
+    /// Whether reduced-size RTCP (RFC 5506, `a=rtcp-rsize`) was agreed.
+    public var reducedSizeRTCP: Bool
+    /// What the host sends on this line, when `hostDirection` sends.
+    public var hostSender: HostSender?
+
+    /// The agreed id of header extension `uri`, if agreed.
+    public func headerExtensionID(for uri: String) -> UInt16? {
+        headerExtensions.first { $0.uri == uri }?.id
+    }
+}
+
+/// Why an m= line was rejected (answered with port 0, RFC 3264 §6).
+public enum RejectionReason: Sendable, Equatable {
+    /// The offer itself disabled the line (port 0 without `a=bundle-only`).
+    case disabledByOffer
+    /// Not audio or video (for example a data channel).
+    case unsupportedMedia
+    /// Not DTLS-SRTP (`UDP/TLS/RTP/SAVPF`).
+    case unsupportedTransport
+    /// Not in the offer's BUNDLE group.
+    case outsideBundle
+    /// No codec in common.
+    case noCommonCodec
+    /// No `a=rtcp-mux`.
+    case rtcpMuxMissing
+}
+
+/// One rejected m= line.
+public struct RejectedMedia: Sendable, Equatable {
+    /// The section's position in the offer.
+    public var index: Int
+    /// The section's `a=mid`.
+    public var mid: String
+    /// The section's media type.
+    public var kind: MediaKind
+    /// Why it was rejected.
+    public var reason: RejectionReason
+}
+
+/// The outcome of `negotiate(offer:host:)`: the answer and a summary of the offer for the host.
+public struct NegotiatedSession: Sendable, Equatable {
+    /// The answer to send back.
+    public var answer: SessionDescription
+    /// The peer's ICE credentials, fingerprints, setup role and candidates.
+    public var peerTransport: PeerTransport
+    /// The host's DTLS role.
+    public var hostDTLSRole: DTLSRole
+    /// The mids of the answer's BUNDLE group (empty when the offer had none).
+    public var bundleMids: [String]
+    /// The accepted lines, in offer order.
+    public var media: [NegotiatedMedia]
+    /// The rejected lines, in offer order.
+    public var rejected: [RejectedMedia]
+}
+
+/// Builds the host's answer to `offer` (RFC 8829 §5.3.1 and §5.3.2): same mids in the same
+/// order, offered payload types and extension ids, directions mirrored, unusable sections
+/// rejected in place with port 0.
+public func negotiate(offer: SessionDescription, host: HostParameters) throws(SDPError) -> NegotiatedSession {
+    try AnswerBuilder(offer: offer, host: host).build()
+}
+
+/// The steps of `negotiate(offer:host:)`.
+struct AnswerBuilder {
+    let offer: SessionDescription
+    let host: HostParameters
+
+    private enum Decision {
+        case accept(NegotiatedCodec)
+        case reject(RejectionReason)
+    }
+
+    func build() throws(SDPError) -> NegotiatedSession {
+        let hostFingerprint = try validatedHostFingerprint()
+
+        // RFC 8843 §7.2, RFC 5888 §4: every section needs a unique mid.
+        var mids: [String] = []
+        var seen = Set<String>()
+        for (index, section) in offer.media.enumerated() {
+            guard let mid = section.mid else { throw SDPError(.missingMid, "m= section \(index) has no a=mid") }
+            guard seen.insert(mid).inserted else { throw SDPError(.duplicateMid, "a=mid:\(mid) appears twice") }
+            mids.append(mid)
+        }
+        let bundle = offer.bundleGroups.first
+        if let bundle {
+            for mid in bundle.mids where !seen.contains(mid) {
+                throw SDPError(.badBundleGroup, "the BUNDLE group names mid \(mid), which no m= section has")
+            }
+        }
+
+        var decisions: [Decision] = []
+        for (index, section) in offer.media.enumerated() {
+            decisions.append(decide(section, mid: mids[index], bundle: bundle))
+        }
+        let acceptedIndices = decisions.indices.filter { if case .accept = decisions[$0] { true } else { false } }
+        guard !acceptedIndices.isEmpty else { throw refusal(decisions) }
+        if bundle == nil, acceptedIndices.count > 1 {
+            throw SDPError(.bundleRequired, "\(acceptedIndices.count) usable m= sections and no BUNDLE group")
+        }
+
+        // RFC 8843 §7.3.1: the answer's group holds the accepted mids, in the offer's group order;
+        // the first (the answerer BUNDLE-tag) carries the transport.
+        let bundleMids = bundle.map { group in group.mids.filter { mid in acceptedIndices.contains { mids[$0] == mid } } } ?? []
+        let taggedIndex = bundleMids.first.flatMap { mid in mids.firstIndex(of: mid) } ?? acceptedIndices[0]
+        let peerTransport = try transport(of: offer.media[taggedIndex])
+        let hostRole: DTLSRole = peerTransport.setupRole == .passive ? .client : .server
+
+        let hostTransport: [Attribute] = [
+            .iceUsernameFragment(host.iceUsernameFragment),
+            .icePassword(host.icePassword),
+            .fingerprint(hostFingerprint),
+            .setup(hostRole == .server ? .passive : .active),
+        ]
+        let candidates = hostCandidates()
+
+        var answerMedia: [MediaDescription] = []
+        var accepted: [NegotiatedMedia] = []
+        var rejected: [RejectedMedia] = []
+        for (index, section) in offer.media.enumerated() {
+            switch decisions[index] {
+            case .accept(let codec):
+                let (description, negotiated) = acceptedSection(
+                    section, index: index, mid: mids[index], codec: codec, transport: hostTransport, candidates: candidates)
+                answerMedia.append(description)
+                accepted.append(negotiated)
+            case .reject(let reason):
+                answerMedia.append(rejectedSection(section, mid: mids[index], transport: hostTransport))
+                rejected.append(RejectedMedia(index: index, mid: mids[index], kind: section.kind, reason: reason))
+            }
+        }
+
+        var sessionAttributes: [Attribute] = [.flag("ice-lite")]
+        if bundle != nil { sessionAttributes.append(.group(MediaGroup(semantics: "BUNDLE", mids: bundleMids))) }
+        sessionAttributes.append(.other("msid-semantic", "WMS *"))
+        let answer = SessionDescription(
+            origin: Origin(sessionID: String(host.sessionID), sessionVersion: String(host.sessionVersion), address: "127.0.0.1"),
+            attributes: sessionAttributes, media: answerMedia)
+        return NegotiatedSession(answer: answer, peerTransport: peerTransport, hostDTLSRole: hostRole,
+                                 bundleMids: bundleMids, media: accepted, rejected: rejected)
+    }
+
+    private func validatedHostFingerprint() throws(SDPError) -> Fingerprint {
+        let bytes: [UInt8]
+        do throws(SDPError) {
+            bytes = try Fingerprint.bytes(fromHex: host.fingerprintSHA256[...])
+        } catch {
+            throw SDPError(.invalidHostParameters, "the host fingerprint is not colon-separated hex: \(error.detail)")
+        }
+        guard bytes.count == 32 else { throw SDPError(.invalidHostParameters, "the host fingerprint is not 32 bytes (SHA-256)") }
+        guard (4...256).contains(host.iceUsernameFragment.utf8.count), Lexical.isICEChars(host.iceUsernameFragment[...]),
+            (22...256).contains(host.icePassword.utf8.count), Lexical.isICEChars(host.icePassword[...])
+        else { throw SDPError(.invalidHostParameters, "the host ICE ufrag/pwd break RFC 8839 §5.4") }
+        return Fingerprint(hashFunction: "sha-256", bytes: bytes)
+    }
+
+    private func decide(_ section: MediaDescription, mid: String, bundle: MediaGroup?) -> Decision {
+        guard section.kind == .audio || section.kind == .video else { return .reject(.unsupportedMedia) }
+        let bundleOnly = section.hasAttribute("bundle-only")
+        // RFC 8843 §7.2: port 0 with bundle-only is a live bundled section, not a disabled one.
+        if section.port == 0, !bundleOnly { return .reject(.disabledByOffer) }
+        let proto = section.transportProtocol.uppercased()
+        guard section.carriesRTP, proto.contains("SAVP"), proto.contains("TLS") else { return .reject(.unsupportedTransport) }
+        if let bundle {
+            guard bundle.mids.contains(mid) else { return .reject(.outsideBundle) }
+        } else if bundleOnly {
+            return .reject(.outsideBundle)
+        }
+        guard let codec = selectCodec(in: section) else { return .reject(.noCommonCodec) }
+        // RFC 8858: rtcp-mux-only implies rtcp-mux.
+        guard section.hasAttribute("rtcp-mux") || section.hasAttribute("rtcp-mux-only") else { return .reject(.rtcpMuxMissing) }
+        return .accept(codec)
+    }
+
+    private func refusal(_ decisions: [Decision]) -> SDPError {
+        let reasons = decisions.compactMap { if case .reject(let reason) = $0 { reason } else { nil } }
+        if reasons.contains(.noCommonCodec) || reasons.isEmpty {
+            return SDPError(.noUsableCodec, "no audio or video section offers VP8 or Opus")
+        }
+        if reasons.contains(.rtcpMuxMissing) {
+            return SDPError(.rtcpMuxRequired, "the usable sections lack a=rtcp-mux, which the host requires")
+        }
+        return SDPError(.noUsableMedia, "no section of the offer is usable audio or video")
+    }
+
+    /// RFC 8829 §5.3.1: the answer uses the offer's payload types; the offerer's order is its
+    /// preference, so the first offered codec the host supports wins.
+    private func selectCodec(in section: MediaDescription) -> NegotiatedCodec? {
+        let maps = section.rtpMaps
+        let fmtps = section.formatParameters
+        let offeredTypes = section.payloadTypes
+        for pt in offeredTypes {
+            guard let map = maps.first(where: { $0.payloadType == pt }),
+                let capability = host.codecs.first(where: { $0.kind == section.kind && $0.matches(map) })
+            else { continue }
+            var rtx: UInt8?
+            if capability.acceptsRetransmission {
+                rtx = offeredTypes.first { candidate in
+                    guard let rtxMap = maps.first(where: { $0.payloadType == candidate }),
+                        rtxMap.encodingName.lowercased() == "rtx", rtxMap.clockRate == map.clockRate
+                    else { return false }
+                    return fmtps.first { $0.payloadType == candidate }?.associatedPayloadType == pt
+                }
+            }
+            // RFC 4585 §4.2: feedback for this payload type or for `*`, intersected with the host's.
+            var feedback: [RTCPFeedback] = []
+            for offered in section.rtcpFeedback where offered.payloadType == pt || offered.payloadType == nil {
+                guard host.feedback.contains(where: { $0.sameFeedback(as: offered) }),
+                    !feedback.contains(where: { $0.sameFeedback(as: offered) })
+                else { continue }
+                feedback.append(RTCPFeedback(payloadType: pt, type: offered.type, parameter: offered.parameter))
+            }
+            return NegotiatedCodec(payloadType: pt, encodingName: map.encodingName, clockRate: map.clockRate,
+                                   channels: map.channels, rtxPayloadType: rtx, feedback: feedback,
+                                   peerFormatParameters: fmtps.first { $0.payloadType == pt }?.parameters)
+        }
+        return nil
+    }
+
+    /// RFC 8839 §5.4 and RFC 8842 §5: ICE credentials, fingerprints and setup of the tagged
+    /// section, each falling back to the session level (where Firefox writes them).
+    private func transport(of section: MediaDescription) throws(SDPError) -> PeerTransport {
+        guard let ufrag = section.iceUsernameFragment ?? offer.iceUsernameFragment,
+            let pwd = section.icePassword ?? offer.icePassword
+        else { throw SDPError(.missingICECredentials, "the offer has no a=ice-ufrag / a=ice-pwd") }
+        let fingerprints = section.fingerprints.isEmpty ? offer.fingerprints : section.fingerprints
+        guard !fingerprints.isEmpty else { throw SDPError(.missingFingerprint, "the offer has no a=fingerprint") }
+        let setup = section.setupRole ?? offer.setupRole
+        if setup == .holdconn { throw SDPError(.unsupportedSetupRole, "a=setup:holdconn") }
+        var options: [String] = []
+        for attribute in section.attributes + offer.attributes {
+            if case .iceOptions(let values) = attribute.typed {
+                options = values
+                break
+            }
+        }
+        return PeerTransport(iceUsernameFragment: ufrag, icePassword: pwd, fingerprints: fingerprints, setupRole: setup,
+                             candidates: section.candidates, endOfCandidates: section.hasAttribute("end-of-candidates"),
+                             iceOptions: options)
+    }
+
+    /// RFC 8445 §5.1.2.1: priority = 2^24 × type preference (126 for host) + 2^8 × local
+    /// preference (65535, minus the address's rank) + (256 − component).
+    private func hostCandidates() -> [Candidate] {
+        host.candidateAddresses.enumerated().map { rank, address in
+            let localPreference = UInt32(65535 - min(rank, 65535))
+            let priority = (126 << 24) + (localPreference << 8) + (256 - 1)
+            return Candidate(foundation: String(rank + 1), component: 1, transport: "udp", priority: priority,
+                             address: address.address, port: address.port, type: "host")
+        }
+    }
+
+    private func acceptedSection(
+        _ section: MediaDescription, index: Int, mid: String, codec: NegotiatedCodec, transport: [Attribute],
+        candidates: [Candidate]
+    ) -> (MediaDescription, NegotiatedMedia) {
+        // RFC 8866 §6.7: without a direction attribute, the session's, else sendrecv.
+        let peerDirection = section.direction ?? offer.direction ?? .sendrecv
+        let sender = host.senders[mid]
+        // RFC 3264 §6.1: the host receives what the peer sends, and sends only where the peer
+        // receives and the host has something to send.
+        let hostDirection = Direction(sends: peerDirection.receives && sender != nil, receives: peerDirection.sends)
+        let activeSender = hostDirection.sends ? sender : nil
+
+        // RFC 8285 §7: the answer keeps the offer's ids, for URIs the host supports, with the
+        // direction mirrored. Encrypted extensions (RFC 6904) are not supported.
+        var extensions: [ExtensionMap] = []
+        for offered in section.extensionMaps + offer.extensionMaps
+        where !offered.isEncrypted && host.headerExtensionURIs.contains(offered.uri)
+            && !extensions.contains(where: { $0.uri == offered.uri || $0.id == offered.id }) {
+            extensions.append(ExtensionMap(id: offered.id, direction: offered.direction?.reversed, uri: offered.uri))
+        }
+        let reducedSize = section.hasAttribute("rtcp-rsize")
+
+        var attributes: [Attribute] = [.mid(mid)]
+        attributes += transport
+        attributes += extensions.map(Attribute.extmap)
+        attributes.append(.direction(hostDirection))
+        if let activeSender { attributes.append(.msid(MSID(streamID: activeSender.streamID, trackID: activeSender.trackID))) }
+        attributes.append(.flag("rtcp-mux"))
+        if reducedSize { attributes.append(.flag("rtcp-rsize")) }
+        attributes.append(.rtpmap(RTPMap(payloadType: codec.payloadType, encodingName: codec.encodingName,
+                                         clockRate: codec.clockRate, channels: codec.channels)))
+        attributes += codec.feedback.map(Attribute.rtcpFeedback)
+        let capability = host.codecs.first { $0.kind == section.kind && $0.name.lowercased() == codec.encodingName.lowercased() }
+        if let parameters = capability?.formatParameters {
+            attributes.append(.fmtp(FormatParameters(payloadType: codec.payloadType, parameters: parameters)))
+        }
+        var formats = [String(codec.payloadType)]
+        if let rtx = codec.rtxPayloadType {
+            formats.append(String(rtx))
+            attributes.append(.rtpmap(RTPMap(payloadType: rtx, encodingName: "rtx", clockRate: codec.clockRate)))
+            attributes.append(.fmtp(FormatParameters(payloadType: rtx, parameters: "apt=\(codec.payloadType)")))
+        }
+        if let activeSender {
+            var ssrcs = [activeSender.ssrc]
+            if codec.rtxPayloadType != nil, let rtxSSRC = activeSender.rtxSSRC {
+                ssrcs.append(rtxSSRC)
+                attributes.append(.ssrcGroup(SSRCGroup(semantics: "FID", ssrcs: ssrcs)))
+            }
+            for ssrc in ssrcs {
+                attributes.append(.ssrc(SSRCAttribute(ssrc: ssrc, attribute: "cname", value: activeSender.cname)))
+                attributes.append(.ssrc(SSRCAttribute(ssrc: ssrc, attribute: "msid",
+                                                      value: "\(activeSender.streamID) \(activeSender.trackID)")))
+            }
+        }
+        attributes += candidates.map(Attribute.candidate)
+        attributes.append(.flag("end-of-candidates"))
+
+        // RFC 8839 §4.2.1.2: the m= line and c= carry the default candidate; with none, the
+        // RFC 8840 §4.1.1 placeholder 0.0.0.0:9.
+        let defaultCandidate = candidates.first
+        let description = MediaDescription(
+            kind: section.kind, port: defaultCandidate?.port ?? 9, transportProtocol: section.transportProtocol,
+            formats: formats, connections: [Connection(address: defaultCandidate?.address ?? "0.0.0.0")],
+            attributes: attributes)
+
+        let (peerSSRCs, peerRTX) = Self.peerSources(of: section)
+        let ssrcAttributes = section.ssrcAttributes
+        let cname = ssrcAttributes.first { $0.attribute == "cname" }?.value
+        let msid = section.msid ?? ssrcAttributes.first { $0.attribute == "msid" }?.value.flatMap {
+            try? MSID(attributeValue: $0[...])
+        }
+        let negotiated = NegotiatedMedia(
+            index: index, mid: mid, kind: section.kind, peerDirection: peerDirection, hostDirection: hostDirection,
+            codec: codec, peerSSRCs: peerDirection.sends ? peerSSRCs : [], peerRTXSSRCs: peerDirection.sends ? peerRTX : [:],
+            peerCNAME: cname, peerMSID: msid, headerExtensions: extensions, reducedSizeRTCP: reducedSize,
+            hostSender: activeSender)
+        return (description, negotiated)
+    }
+
+    /// RFC 5576: the sources of `a=ssrc` lines, minus the RTX sources of `a=ssrc-group:FID`.
+    static func peerSources(of section: MediaDescription) -> ([UInt32], [UInt32: UInt32]) {
+        var rtx: [UInt32: UInt32] = [:]
+        var repairSources = Set<UInt32>()
+        for group in section.ssrcGroups where group.semantics.uppercased() == "FID" && group.ssrcs.count >= 2 {
+            if rtx[group.ssrcs[0]] == nil { rtx[group.ssrcs[0]] = group.ssrcs[1] }
+            repairSources.insert(group.ssrcs[1])
+        }
+        var ssrcs: [UInt32] = []
+        for attribute in section.ssrcAttributes where !repairSources.contains(attribute.ssrc) && !ssrcs.contains(attribute.ssrc) {
+            ssrcs.append(attribute.ssrc)
+        }
+        return (ssrcs, rtx)
+    }
+
+    /// RFC 3264 §6 and RFC 8829 §5.3.1: a rejected section keeps its place and mid with port 0.
+    /// Like Chromium, an RTP section gets format 0. The transport attributes and rtcp-mux are
+    /// repeated because aiortc checks them on every section, rejected or not.
+    private func rejectedSection(_ section: MediaDescription, mid: String, transport: [Attribute]) -> MediaDescription {
+        var attributes: [Attribute] = [.mid(mid)]
+        attributes += transport
+        attributes.append(.direction(.inactive))
+        if section.carriesRTP { attributes.append(.flag("rtcp-mux")) }
+        let formats: [String] = section.carriesRTP ? ["0"] : Array(section.formats.prefix(1))
+        return MediaDescription(
+            kind: section.kind, port: 0, transportProtocol: section.transportProtocol, formats: formats,
+            connections: [Connection(address: "0.0.0.0")], attributes: attributes)
+    }
+}
