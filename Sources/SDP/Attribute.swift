@@ -549,8 +549,9 @@ public struct MSID: Sendable, Equatable {
 
     init(attributeValue text: Substring) throws(SDPError) {
         let fields = Lexical.fields(text)
-        // RFC 8830 §2: msid-id and msid-appdata are 1*64 token-char; be lenient on length.
-        guard (1...2).contains(fields.count), fields.allSatisfy({ Lexical.isToken($0) && $0.utf8.count <= 256 }) else {
+        // RFC 8830 §2: msid-id and msid-appdata are 1*64 token-char; be lenient on length and
+        // characters (GStreamer's ids hold an `@`).
+        guard (1...2).contains(fields.count), fields.allSatisfy({ Lexical.isVisible($0) && $0.utf8.count <= 256 }) else {
             throw SDPError(.badAttribute, "a=msid needs '<stream id> [<track id>]'")
         }
         self.init(streamID: String(fields[0]), trackID: fields.count == 2 ? String(fields[1]) : nil)

@@ -80,7 +80,7 @@ public struct Candidate: Sendable, Equatable {
         guard let priority = Lexical.number(fields[3], max: UInt64(UInt32.max)) else {
             throw SDPError(.badCandidate, "candidate priority is not a 32-bit number")
         }
-        guard Lexical.isToken(fields[4]) else { throw SDPError(.badCandidate, "candidate address is empty") }
+        guard Lexical.isVisible(fields[4]) else { throw SDPError(.badCandidate, "candidate address is empty") }
         guard let port = Lexical.number(fields[5], max: 65535) else { throw SDPError(.badCandidate, "candidate port is not in 0...65535") }
         guard fields[6] == "typ", Lexical.isToken(fields[7]) else { throw SDPError(.badCandidate, "candidate has no 'typ <type>'") }
         guard (fields.count - 8) % 2 == 0 else { throw SDPError(.badCandidate, "candidate extension without a value") }
@@ -91,7 +91,7 @@ public struct Candidate: Sendable, Equatable {
         while index < fields.count {
             let name = fields[index]
             let value = fields[index + 1]
-            guard Lexical.isToken(name), Lexical.isToken(value) else { throw SDPError(.badCandidate, "candidate extension is not tokens") }
+            guard Lexical.isToken(name), Lexical.isVisible(value) else { throw SDPError(.badCandidate, "candidate extension is not a name and a value") }
             switch name {
             case "raddr" where relatedAddress == nil:
                 relatedAddress = String(value)

@@ -20,6 +20,15 @@ enum Lexical {
     /// A non-empty RFC 8866 token.
     static func isToken(_ text: String) -> Bool { isToken(text[...]) }
 
+    /// Non-empty and without control characters or spaces: addresses (an IPv6 address has
+    /// colons, which are not token-chars), user names, and ids that peers write outside the
+    /// token grammar (GStreamer's msid has an `@`).
+    static func isVisible(_ text: Substring) -> Bool {
+        if text.isEmpty { return false }
+        for byte in text.utf8 where byte <= 0x20 || byte == 0x7F { return false }
+        return true
+    }
+
     /// RFC 8839 §5.4 ice-char: ALPHA / DIGIT / "+" / "/".
     static func isICEChars(_ text: Substring) -> Bool {
         for byte in text.utf8 {

@@ -118,6 +118,14 @@ public struct RejectedMedia: Sendable, Equatable {
     public var kind: MediaKind
     /// Why it was rejected.
     public var reason: RejectionReason
+
+    /// A rejected line.
+    public init(index: Int, mid: String, kind: MediaKind, reason: RejectionReason) {
+        self.index = index
+        self.mid = mid
+        self.kind = kind
+        self.reason = reason
+    }
 }
 
 /// The outcome of `negotiate(offer:host:)`: the answer and a summary of the offer for the host.

@@ -195,7 +195,7 @@ struct SDPParser {
     private static func origin(_ value: String) throws(SDPError) -> Origin {
         let fields = Lexical.fields(value[...])
         guard fields.count == 6, Lexical.isDigits(fields[1]), Lexical.isDigits(fields[2]),
-            Lexical.isToken(fields[3]), Lexical.isToken(fields[4]), Lexical.isToken(fields[5])
+            Lexical.isToken(fields[3]), Lexical.isToken(fields[4]), Lexical.isVisible(fields[5])
         else { throw SDPError(.badOrigin, "o= needs <username> <sess-id> <sess-version> <nettype> <addrtype> <address>") }
         return Origin(username: String(fields[0]), sessionID: String(fields[1]), sessionVersion: String(fields[2]),
                       networkType: String(fields[3]), addressType: String(fields[4]), address: String(fields[5]))
@@ -204,7 +204,7 @@ struct SDPParser {
     // RFC 8866 §5.7: c=<nettype> <addrtype> <connection-address>
     private static func connection(_ value: String) throws(SDPError) -> Connection {
         let fields = Lexical.fields(value[...])
-        guard fields.count == 3, fields.allSatisfy(Lexical.isToken) else {
+        guard fields.count == 3, Lexical.isToken(fields[0]), Lexical.isToken(fields[1]), Lexical.isVisible(fields[2]) else {
             throw SDPError(.badConnection, "c= needs <nettype> <addrtype> <address>")
         }
         return Connection(networkType: String(fields[0]), addressType: String(fields[1]), address: String(fields[2]))
