@@ -16,12 +16,12 @@ public struct Attribute: Sendable, Equatable {
     /// Reads `a=<name>:<value>`: validates and types the attributes this module knows, keeps any
     /// other as `.other`.
     public init(name: String, value: String?) throws(SDPError) {
-        guard Lexical.isToken(name) else {
-            throw SDPError(.badAttribute, "attribute name '\(name.prefix(40))' is not a token")
+        let typed: AttributeValue = try Lexical.withSpan(name[...]) { nameSpan throws(SDPError) in
+            guard nameSpan.isToken else { throw SDPError(.badAttribute, "attribute name '\(name.prefix(40))' is not a token") }
+            guard let value else { return try AttributeValue(name: nameSpan, value: nil) }
+            return try Lexical.withSpan(value[...]) { valueSpan throws(SDPError) in try AttributeValue(name: nameSpan, value: valueSpan) }
         }
-        self.name = name
-        self.value = value
-        self.typed = try AttributeValue(name: name, value: value)
+        self.init(name: name, value: value, typed: typed)
     }
 
     /// An attribute built from a typed value; `value` is its canonical text.
@@ -34,6 +34,12 @@ public struct Attribute: Sendable, Equatable {
     /// A property attribute with no value, such as `rtcp-mux`, `ice-lite` or `end-of-candidates`.
     public static func flag(_ name: String) -> Attribute {
         Attribute(name: name, value: nil, typed: Direction(rawValue: name).map { .direction($0) } ?? .other)
+    }
+
+    /// Reads the bytes after `a=`; `name` is a validated token, `value` validated UTF-8.
+    static func parse(name: ByteSpan, value: ByteSpan?, valueText: String?) throws(SDPError) -> Attribute {
+        guard name.isToken else { throw SDPError(.badAttribute, "attribute name is not a token") }
+        return Attribute(name: name.string, value: valueText, typed: try AttributeValue(name: name, value: value))
     }
 
     /// `a=mid:<mid>` (RFC 5888 §4).
@@ -108,59 +114,94 @@ public enum AttributeValue: Sendable, Equatable {
     case other
 
     /// Types the value of attribute `name`; throws when a known attribute breaks its grammar.
-    init(name: String, value: String?) throws(SDPError) {
-        if let direction = Direction(rawValue: name) {
-            guard value == nil else { throw SDPError(.badAttribute, "a=\(name) takes no value") }
+    init(name: ByteSpan, value: ByteSpan?) throws(SDPError) {
+        let known = KnownAttribute(name)
+        if case .direction(let direction) = known {
+            guard value == nil else { throw SDPError(.badAttribute, "a=\(direction.rawValue) takes no value") }
             self = .direction(direction)
             return
         }
-        guard let value else {
-            switch name {
-            case "group", "mid", "rtpmap", "fmtp", "rtcp-fb", "extmap", "ssrc", "ssrc-group", "msid",
-                "setup", "ice-ufrag", "ice-pwd", "ice-options", "fingerprint", "candidate":
-                throw SDPError(.badAttribute, "a=\(name) needs a value")
-            default:
-                self = .other
-                return
-            }
+        guard let known else {
+            self = .other
+            return
         }
-        let text = value[...]
-        switch name {
-        case "group": self = .group(try MediaGroup(attributeValue: text))
-        case "mid":
+        guard let value else { throw SDPError(.badAttribute, "a=\(name.string) needs a value") }
+        switch known {
+        case .group: self = .group(try MediaGroup(span: value))
+        case .mid:
             // RFC 5888 §4: identification-tag = token.
-            guard Lexical.isToken(text), text.utf8.count <= 256 else { throw SDPError(.badAttribute, "a=mid is not a token") }
-            self = .mid(value)
-        case "rtpmap": self = .rtpmap(try RTPMap(attributeValue: text))
-        case "fmtp": self = .fmtp(try FormatParameters(attributeValue: text))
-        case "rtcp-fb": self = .rtcpFeedback(try RTCPFeedback(attributeValue: text))
-        case "extmap": self = .extmap(try ExtensionMap(attributeValue: text))
-        case "ssrc": self = .ssrc(try SSRCAttribute(attributeValue: text))
-        case "ssrc-group": self = .ssrcGroup(try SSRCGroup(attributeValue: text))
-        case "msid": self = .msid(try MSID(attributeValue: text))
-        case "setup":
-            guard let role = SetupRole(rawValue: value) else { throw SDPError(.badAttribute, "a=setup:\(value.prefix(20)) is not a role") }
+            guard value.isToken, value.count <= 256 else { throw SDPError(.badAttribute, "a=mid is not a token") }
+            self = .mid(value.string)
+        case .rtpmap: self = .rtpmap(try RTPMap(span: value))
+        case .fmtp: self = .fmtp(try FormatParameters(span: value))
+        case .rtcpFeedback: self = .rtcpFeedback(try RTCPFeedback(span: value))
+        case .extmap: self = .extmap(try ExtensionMap(span: value))
+        case .ssrc: self = .ssrc(try SSRCAttribute(span: value))
+        case .ssrcGroup: self = .ssrcGroup(try SSRCGroup(span: value))
+        case .msid: self = .msid(try MSID(span: value))
+        case .setup:
+            guard let role = SetupRole(span: value) else { throw SDPError(.badAttribute, "a=setup value is not a role") }
             self = .setup(role)
-        case "ice-ufrag":
+        case .iceUsernameFragment:
             // RFC 8839 §5.4: ice-ufrag = 4*256ice-char.
-            guard (4...256).contains(text.utf8.count), Lexical.isICEChars(text) else {
+            guard (4...256).contains(value.count), value.isICEChars else {
                 throw SDPError(.badICECredential, "a=ice-ufrag must be 4 to 256 ice-chars")
             }
-            self = .iceUsernameFragment(value)
-        case "ice-pwd":
+            self = .iceUsernameFragment(value.string)
+        case .icePassword:
             // RFC 8839 §5.4: ice-pwd = 22*256ice-char.
-            guard (22...256).contains(text.utf8.count), Lexical.isICEChars(text) else {
+            guard (22...256).contains(value.count), value.isICEChars else {
                 throw SDPError(.badICECredential, "a=ice-pwd must be 22 to 256 ice-chars")
             }
-            self = .icePassword(value)
-        case "ice-options":
-            let options = Lexical.fields(text)
-            guard !options.isEmpty, options.allSatisfy(Lexical.isToken) else { throw SDPError(.badAttribute, "a=ice-options needs tokens") }
-            self = .iceOptions(options.map(String.init))
-        case "fingerprint": self = .fingerprint(try Fingerprint(attributeValue: text))
-        case "candidate": self = .candidate(try Candidate(attributeValue: text))
-        default: self = .other
+            self = .icePassword(value.string)
+        case .iceOptions:
+            let options = value.fields()
+            guard !options.isEmpty, options.allSatisfy(\.isToken) else { throw SDPError(.badAttribute, "a=ice-options needs tokens") }
+            self = .iceOptions(options.map(\.string))
+        case .fingerprint: self = .fingerprint(try Fingerprint(span: value))
+        case .candidate: self = .candidate(try Candidate(span: value))
+        case .direction: self = .other  // handled above
         }
+    }
+}
+
+/// The attributes `AttributeValue` types, recognised from the name's bytes without making a String.
+enum KnownAttribute {
+    case group, mid, rtpmap, fmtp, rtcpFeedback, extmap, ssrc, ssrcGroup, msid, setup
+    case iceUsernameFragment, icePassword, iceOptions, fingerprint, candidate
+    case direction(Direction)
+
+    init?(_ name: ByteSpan) {
+        switch name.count {
+        case 3: if name.equals("mid") { self = .mid; return }
+        case 4:
+            if name.equals("fmtp") { self = .fmtp; return }
+            if name.equals("ssrc") { self = .ssrc; return }
+            if name.equals("msid") { self = .msid; return }
+        case 5:
+            if name.equals("group") { self = .group; return }
+            if name.equals("setup") { self = .setup; return }
+        case 6:
+            if name.equals("rtpmap") { self = .rtpmap; return }
+            if name.equals("extmap") { self = .extmap; return }
+        case 7:
+            if name.equals("rtcp-fb") { self = .rtcpFeedback; return }
+            if name.equals("ice-pwd") { self = .icePassword; return }
+        case 8:
+            if name.equals("sendrecv") { self = .direction(.sendrecv); return }
+            if name.equals("sendonly") { self = .direction(.sendonly); return }
+            if name.equals("recvonly") { self = .direction(.recvonly); return }
+            if name.equals("inactive") { self = .direction(.inactive); return }
+        case 9:
+            if name.equals("ice-ufrag") { self = .iceUsernameFragment; return }
+            if name.equals("candidate") { self = .candidate; return }
+        case 10: if name.equals("ssrc-group") { self = .ssrcGroup; return }
+        case 11:
+            if name.equals("ice-options") { self = .iceOptions; return }
+            if name.equals("fingerprint") { self = .fingerprint; return }
+        default: break
+        }
+        return nil
     }
 }
 
@@ -204,6 +245,12 @@ public enum SetupRole: String, Sendable, Equatable, Hashable {
     case actpass
     /// Not now.
     case holdconn
+
+    init?(span: ByteSpan) {
+        if span.equals("actpass") { self = .actpass } else if span.equals("passive") { self = .passive }
+        else if span.equals("active") { self = .active } else if span.equals("holdconn") { self = .holdconn }
+        else { return nil }
+    }
 }
 
 /// `a=group:<semantics> <mid>...` (RFC 5888 §5), e.g. `BUNDLE 0 1` (RFC 8843 §7).
@@ -219,13 +266,13 @@ public struct MediaGroup: Sendable, Equatable {
         self.mids = mids
     }
 
-    init(attributeValue text: Substring) throws(SDPError) {
-        let fields = Lexical.fields(text)
-        guard let first = fields.first, fields.allSatisfy(Lexical.isToken) else {
+    init(span: ByteSpan) throws(SDPError) {
+        let fields = span.fields()
+        guard let first = fields.first, fields.allSatisfy(\.isToken) else {
             throw SDPError(.badAttribute, "a=group needs a semantics token and mids")
         }
-        semantics = String(first)
-        mids = fields.dropFirst().map(String.init)
+        semantics = first.string
+        mids = fields.dropFirst().map(\.string)
     }
 
     /// The text after `a=group:`.
@@ -251,25 +298,25 @@ public struct RTPMap: Sendable, Equatable {
         self.channels = channels
     }
 
-    init(attributeValue text: Substring) throws(SDPError) {
-        guard let (ptText, encoding) = Lexical.splitAtFirstSpace(text) else {
+    init(span: ByteSpan) throws(SDPError) {
+        guard let (ptText, encoding) = span.split(atFirst: 0x20) else {
             throw SDPError(.badAttribute, "a=rtpmap needs '<pt> <name>/<rate>'")
         }
-        guard let pt = Lexical.payloadType(ptText) else {
-            throw SDPError(.badPayloadType, "a=rtpmap payload type '\(ptText.prefix(20))' is not in 0...127")
+        guard let pt = ptText.payloadType else {
+            throw SDPError(.badPayloadType, "a=rtpmap payload type '\(ptText.string.prefix(20))' is not in 0...127")
         }
-        let parts = encoding.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2 || parts.count == 3, Lexical.isToken(parts[0]),
-            let rate = Lexical.number(parts[1], max: UInt64(UInt32.max)), rate > 0
-        else { throw SDPError(.badAttribute, "a=rtpmap encoding '\(encoding.prefix(40))' is not <name>/<rate>[/<channels>]") }
+        let parts = encoding.parts(separator: 0x2F)
+        guard parts.count == 2 || parts.count == 3, parts[0].isToken,
+            let rate = parts[1].number(max: UInt64(UInt32.max)), rate > 0
+        else { throw SDPError(.badAttribute, "a=rtpmap encoding is not <name>/<rate>[/<channels>]") }
         var channels: UInt8?
         if parts.count == 3 {
-            guard let count = Lexical.number(parts[2], max: 255), count > 0 else {
+            guard let count = parts[2].number(max: 255), count > 0 else {
                 throw SDPError(.badAttribute, "a=rtpmap channel count is not in 1...255")
             }
             channels = UInt8(count)
         }
-        self.init(payloadType: pt, encodingName: String(parts[0]), clockRate: UInt32(rate), channels: channels)
+        self.init(payloadType: pt, encodingName: parts[0].string, clockRate: UInt32(rate), channels: channels)
     }
 
     /// The text after `a=rtpmap:`.
@@ -298,23 +345,19 @@ public struct FormatParameters: Sendable, Equatable {
         self.init(format: String(payloadType), parameters: parameters)
     }
 
-    init(attributeValue text: Substring) throws(SDPError) {
-        let format: Substring
-        let parameters: Substring
-        if let (head, rest) = Lexical.splitAtFirstSpace(text) {
-            (format, parameters) = (head, rest)
-        } else {
-            (format, parameters) = (text, "")
+    init(span: ByteSpan) throws(SDPError) {
+        var format = span
+        var parameters = span.dropFirst(span.count)
+        if let (head, rest) = span.split(atFirst: 0x20) { (format, parameters) = (head, rest) }
+        guard format.isToken else { throw SDPError(.badAttribute, "a=fmtp format is not a token") }
+        if format.isDigits, format.payloadType == nil {
+            throw SDPError(.badPayloadType, "a=fmtp payload type '\(format.string.prefix(20))' is not in 0...127")
         }
-        guard Lexical.isToken(format) else { throw SDPError(.badAttribute, "a=fmtp format is not a token") }
-        if Lexical.isDigits(format), Lexical.payloadType(format) == nil {
-            throw SDPError(.badPayloadType, "a=fmtp payload type '\(format.prefix(20))' is not in 0...127")
-        }
-        self.init(format: String(format), parameters: String(parameters))
+        self.init(format: format.string, parameters: parameters.string)
     }
 
     /// The RTP payload type, when the format is one.
-    public var payloadType: UInt8? { Lexical.payloadType(format[...]) }
+    public var payloadType: UInt8? { Lexical.payloadType(format) }
 
     /// The `key=value` pairs separated by `;` (keys lower-cased; a bare key has an empty value).
     public var pairs: [(key: String, value: String)] {
@@ -334,7 +377,7 @@ public struct FormatParameters: Sendable, Equatable {
     }
 
     /// RFC 4588 §8.6: the payload type an RTX format repairs (`apt=`).
-    public var associatedPayloadType: UInt8? { value(of: "apt").flatMap { Lexical.payloadType($0[...]) } }
+    public var associatedPayloadType: UInt8? { value(of: "apt").flatMap(Lexical.payloadType) }
 
     /// The text after `a=fmtp:`.
     public var attributeValue: String { "\(format) \(parameters)" }
@@ -356,27 +399,25 @@ public struct RTCPFeedback: Sendable, Equatable, Hashable {
         self.parameter = parameter
     }
 
-    init(attributeValue text: Substring) throws(SDPError) {
-        guard let (ptText, rest) = Lexical.splitAtFirstSpace(text) else {
+    init(span: ByteSpan) throws(SDPError) {
+        guard let (ptText, rest) = span.split(atFirst: 0x20) else {
             throw SDPError(.badAttribute, "a=rtcp-fb needs '<pt> <type>'")
         }
         var pt: UInt8?
-        if ptText != "*" {
-            guard let value = Lexical.payloadType(ptText) else {
-                throw SDPError(.badPayloadType, "a=rtcp-fb payload type '\(ptText.prefix(20))' is not in 0...127")
+        if !ptText.equals("*") {
+            guard let value = ptText.payloadType else {
+                throw SDPError(.badPayloadType, "a=rtcp-fb payload type '\(ptText.string.prefix(20))' is not in 0...127")
             }
             pt = value
         }
-        let typeText: Substring
+        var typeText = rest
         var parameter: String?
-        if let (head, tail) = Lexical.splitAtFirstSpace(rest) {
+        if let (head, tail) = rest.split(atFirst: 0x20) {
             typeText = head
-            parameter = String(tail)
-        } else {
-            typeText = rest
+            parameter = tail.string
         }
-        guard Lexical.isToken(typeText) else { throw SDPError(.badAttribute, "a=rtcp-fb type is not a token") }
-        self.init(payloadType: pt, type: String(typeText), parameter: parameter)
+        guard typeText.isToken else { throw SDPError(.badAttribute, "a=rtcp-fb type is not a token") }
+        self.init(payloadType: pt, type: typeText.string, parameter: parameter)
     }
 
     /// Whether this and `other` name the same feedback, whatever their payload types.
@@ -414,32 +455,30 @@ public struct ExtensionMap: Sendable, Equatable {
         self.extensionAttributes = extensionAttributes
     }
 
-    init(attributeValue text: Substring) throws(SDPError) {
-        guard let (idText, rest) = Lexical.splitAtFirstSpace(text) else {
+    init(span: ByteSpan) throws(SDPError) {
+        guard let (idText, rest) = span.split(atFirst: 0x20) else {
             throw SDPError(.badAttribute, "a=extmap needs '<id> <uri>'")
         }
         var numberText = idText
         var direction: Direction?
-        if let slash = idText.firstIndex(of: "/") {
-            numberText = idText[..<slash]
-            guard let value = Direction(rawValue: String(idText[idText.index(after: slash)...])) else {
+        if let (number, directionText) = idText.split(atFirst: 0x2F) {
+            numberText = number
+            guard case .direction(let value) = KnownAttribute(directionText) else {
                 throw SDPError(.badAttribute, "a=extmap direction is not one of sendrecv/sendonly/recvonly/inactive")
             }
             direction = value
         }
-        guard let id = Lexical.number(numberText, max: 4351), (1...255).contains(id) || id >= 4096 else {
+        guard let id = numberText.number(max: 4351), (1...255).contains(id) || id >= 4096 else {
             throw SDPError(.badAttribute, "a=extmap id is not in 1...255 or 4096...4351 (RFC 8285 §8)")
         }
-        let uri: Substring
+        var uri = rest
         var attributes: String?
-        if let (head, tail) = Lexical.splitAtFirstSpace(rest) {
+        if let (head, tail) = rest.split(atFirst: 0x20) {
             uri = head
-            attributes = String(tail)
-        } else {
-            uri = rest
+            attributes = tail.string
         }
-        guard !uri.isEmpty, !uri.utf8.contains(0x09) else { throw SDPError(.badAttribute, "a=extmap has no URI") }
-        self.init(id: UInt16(id), direction: direction, uri: String(uri), extensionAttributes: attributes)
+        guard uri.isVisible else { throw SDPError(.badAttribute, "a=extmap has no URI") }
+        self.init(id: UInt16(id), direction: direction, uri: uri.string, extensionAttributes: attributes)
     }
 
     /// Whether this is the RFC 6904 encrypted form.
@@ -477,20 +516,18 @@ public struct SSRCAttribute: Sendable, Equatable {
         self.value = value
     }
 
-    init(attributeValue text: Substring) throws(SDPError) {
-        guard let (ssrcText, rest) = Lexical.splitAtFirstSpace(text),
-            let ssrc = Lexical.number(ssrcText, max: UInt64(UInt32.max))
-        else { throw SDPError(.badAttribute, "a=ssrc needs '<ssrc> <attribute>'") }
-        let name: Substring
-        var value: String?
-        if let colon = rest.firstIndex(of: ":") {
-            name = rest[..<colon]
-            value = String(rest[rest.index(after: colon)...])
-        } else {
-            name = rest
+    init(span: ByteSpan) throws(SDPError) {
+        guard let (ssrcText, rest) = span.split(atFirst: 0x20), let ssrc = ssrcText.number(max: UInt64(UInt32.max)) else {
+            throw SDPError(.badAttribute, "a=ssrc needs '<ssrc> <attribute>'")
         }
-        guard Lexical.isToken(name) else { throw SDPError(.badAttribute, "a=ssrc attribute name is not a token") }
-        self.init(ssrc: UInt32(ssrc), attribute: String(name), value: value)
+        var name = rest
+        var value: String?
+        if let (head, tail) = rest.split(atFirst: 0x3A) {
+            name = head
+            value = tail.string
+        }
+        guard name.isToken else { throw SDPError(.badAttribute, "a=ssrc attribute name is not a token") }
+        self.init(ssrc: UInt32(ssrc), attribute: name.string, value: value)
     }
 
     /// The text after `a=ssrc:`.
@@ -514,20 +551,20 @@ public struct SSRCGroup: Sendable, Equatable {
         self.ssrcs = ssrcs
     }
 
-    init(attributeValue text: Substring) throws(SDPError) {
-        let fields = Lexical.fields(text)
-        guard let first = fields.first, Lexical.isToken(first), fields.count >= 2 else {
+    init(span: ByteSpan) throws(SDPError) {
+        let fields = span.fields()
+        guard let first = fields.first, first.isToken, fields.count >= 2 else {
             throw SDPError(.badAttribute, "a=ssrc-group needs semantics and sources")
         }
         var ssrcs: [UInt32] = []
         ssrcs.reserveCapacity(fields.count - 1)
         for field in fields.dropFirst() {
-            guard let ssrc = Lexical.number(field, max: UInt64(UInt32.max)) else {
+            guard let ssrc = field.number(max: UInt64(UInt32.max)) else {
                 throw SDPError(.badAttribute, "a=ssrc-group source is not a 32-bit number")
             }
             ssrcs.append(UInt32(ssrc))
         }
-        self.init(semantics: String(first), ssrcs: ssrcs)
+        self.init(semantics: first.string, ssrcs: ssrcs)
     }
 
     /// The text after `a=ssrc-group:`.
@@ -547,14 +584,19 @@ public struct MSID: Sendable, Equatable {
         self.trackID = trackID
     }
 
-    init(attributeValue text: Substring) throws(SDPError) {
-        let fields = Lexical.fields(text)
+    /// Reads `<stream id> [<track id>]`, the value of `a=msid` (or of `a=ssrc:<n> msid:`).
+    public init(attributeValue text: Substring) throws(SDPError) {
+        self = try Lexical.withSpan(text) { span throws(SDPError) in try MSID(span: span) }
+    }
+
+    init(span: ByteSpan) throws(SDPError) {
+        let fields = span.fields()
         // RFC 8830 §2: msid-id and msid-appdata are 1*64 token-char; be lenient on length and
         // characters (GStreamer's ids hold an `@`).
-        guard (1...2).contains(fields.count), fields.allSatisfy({ Lexical.isVisible($0) && $0.utf8.count <= 256 }) else {
+        guard (1...2).contains(fields.count), fields.allSatisfy({ $0.isVisible && $0.count <= 256 }) else {
             throw SDPError(.badAttribute, "a=msid needs '<stream id> [<track id>]'")
         }
-        self.init(streamID: String(fields[0]), trackID: fields.count == 2 ? String(fields[1]) : nil)
+        self.init(streamID: fields[0].string, trackID: fields.count == 2 ? fields[1].string : nil)
     }
 
     /// The text after `a=msid:`.
@@ -576,31 +618,40 @@ public struct Fingerprint: Sendable, Equatable {
 
     /// Reads `<hash function> AB:CD:...`, the value of `a=fingerprint`.
     public init(attributeValue text: Substring) throws(SDPError) {
-        guard let (hash, hexText) = Lexical.splitAtFirstSpace(text), Lexical.isToken(hash) else {
+        self = try Lexical.withSpan(text) { span throws(SDPError) in try Fingerprint(span: span) }
+    }
+
+    init(span: ByteSpan) throws(SDPError) {
+        guard let (hash, hexText) = span.split(atFirst: 0x20), hash.isToken else {
             throw SDPError(.badFingerprint, "a=fingerprint needs '<hash> <hex bytes>'")
         }
         let bytes = try Self.bytes(fromHex: hexText)
-        if let expected = Self.digestLength(of: hash.lowercased()), expected != bytes.count {
-            throw SDPError(.badFingerprint, "a fingerprint of \(hash) has \(expected) bytes, not \(bytes.count)")
+        let hashName = hash.string
+        if let expected = Self.digestLength(of: hashName.lowercased()), expected != bytes.count {
+            throw SDPError(.badFingerprint, "a fingerprint of \(hashName) has \(expected) bytes, not \(bytes.count)")
         }
-        self.init(hashFunction: String(hash), bytes: bytes)
+        self.init(hashFunction: hashName, bytes: bytes)
     }
 
     /// Reads a colon-separated digest, `AB:CD:...` (RFC 8122 §5: 2UHEX pairs; lower case accepted).
     public static func bytes(fromHex text: Substring) throws(SDPError) -> [UInt8] {
-        var bytes: [UInt8] = []
-        let units = Array(text.utf8)
-        guard units.count >= 2, units.count <= 64 * 3, (units.count + 1) % 3 == 0 else {
+        try Lexical.withSpan(text) { span throws(SDPError) in try bytes(fromHex: span) }
+    }
+
+    static func bytes(fromHex span: ByteSpan) throws(SDPError) -> [UInt8] {
+        let count = span.count
+        guard count >= 2, count <= 64 * 3, (count + 1) % 3 == 0 else {
             throw SDPError(.badFingerprint, "fingerprint is not colon-separated hex pairs")
         }
-        bytes.reserveCapacity((units.count + 1) / 3)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity((count + 1) / 3)
         var index = 0
-        while index < units.count {
-            guard let high = hexValue(units[index]), let low = hexValue(units[index + 1]) else {
+        while index < count {
+            guard let high = hexValue(span[index]), let low = hexValue(span[index + 1]) else {
                 throw SDPError(.badFingerprint, "fingerprint has a character that is not hex")
             }
             bytes.append(high << 4 | low)
-            if index + 2 < units.count, units[index + 2] != 0x3A {
+            if index + 2 < count, span[index + 2] != 0x3A {
                 throw SDPError(.badFingerprint, "fingerprint pairs are not separated by ':'")
             }
             index += 3

@@ -68,45 +68,48 @@ public struct Candidate: Sendable, Equatable {
 
     /// Reads the text after `a=candidate:` (or after `candidate:` in a trickled line).
     public init(attributeValue text: Substring) throws(SDPError) {
-        let fields = Lexical.fields(text)
+        self = try Lexical.withSpan(text) { span throws(SDPError) in try Candidate(span: span) }
+    }
+
+    init(span: ByteSpan) throws(SDPError) {
+        let fields = span.fields()
         guard fields.count >= 8 else { throw SDPError(.badCandidate, "a=candidate has fewer than 8 fields") }
-        guard (1...32).contains(fields[0].utf8.count), Lexical.isICEChars(fields[0]) else {
+        guard (1...32).contains(fields[0].count), fields[0].isICEChars else {
             throw SDPError(.badCandidate, "candidate foundation must be 1 to 32 ice-chars")
         }
-        guard let component = Lexical.number(fields[1], max: 256), component >= 1 else {
+        guard let component = fields[1].number(max: 256), component >= 1 else {
             throw SDPError(.badCandidate, "candidate component is not in 1...256")
         }
-        guard Lexical.isToken(fields[2]) else { throw SDPError(.badCandidate, "candidate transport is not a token") }
-        guard let priority = Lexical.number(fields[3], max: UInt64(UInt32.max)) else {
+        guard fields[2].isToken else { throw SDPError(.badCandidate, "candidate transport is not a token") }
+        guard let priority = fields[3].number(max: UInt64(UInt32.max)) else {
             throw SDPError(.badCandidate, "candidate priority is not a 32-bit number")
         }
-        guard Lexical.isVisible(fields[4]) else { throw SDPError(.badCandidate, "candidate address is empty") }
-        guard let port = Lexical.number(fields[5], max: 65535) else { throw SDPError(.badCandidate, "candidate port is not in 0...65535") }
-        guard fields[6] == "typ", Lexical.isToken(fields[7]) else { throw SDPError(.badCandidate, "candidate has no 'typ <type>'") }
+        guard fields[4].isVisible else { throw SDPError(.badCandidate, "candidate address is empty") }
+        guard let port = fields[5].number(max: 65535) else { throw SDPError(.badCandidate, "candidate port is not in 0...65535") }
+        guard fields[6].equals("typ"), fields[7].isToken else { throw SDPError(.badCandidate, "candidate has no 'typ <type>'") }
         guard (fields.count - 8) % 2 == 0 else { throw SDPError(.badCandidate, "candidate extension without a value") }
         self.init(
-            foundation: String(fields[0]), component: UInt16(component), transport: String(fields[2]),
-            priority: UInt32(priority), address: String(fields[4]), port: UInt16(port), type: String(fields[7]))
+            foundation: fields[0].string, component: UInt16(component), transport: fields[2].string,
+            priority: UInt32(priority), address: fields[4].string, port: UInt16(port), type: fields[7].string)
         var index = 8
         while index < fields.count {
             let name = fields[index]
             let value = fields[index + 1]
-            guard Lexical.isToken(name), Lexical.isVisible(value) else { throw SDPError(.badCandidate, "candidate extension is not a name and a value") }
-            switch name {
-            case "raddr" where relatedAddress == nil:
-                relatedAddress = String(value)
-            case "rport" where relatedPort == nil:
-                guard let rport = Lexical.number(value, max: 65535) else { throw SDPError(.badCandidate, "candidate rport is not a port") }
+            guard name.isToken, value.isVisible else { throw SDPError(.badCandidate, "candidate extension is not a name and a value") }
+            if relatedAddress == nil, name.equals("raddr") {
+                relatedAddress = value.string
+            } else if relatedPort == nil, name.equals("rport") {
+                guard let rport = value.number(max: 65535) else { throw SDPError(.badCandidate, "candidate rport is not a port") }
                 relatedPort = UInt16(rport)
-            case "tcptype" where tcpType == nil:
-                tcpType = String(value)
-            case "generation" where generation == nil:
-                guard let number = Lexical.number(value, max: UInt64(UInt32.max)) else {
+            } else if tcpType == nil, name.equals("tcptype") {
+                tcpType = value.string
+            } else if generation == nil, name.equals("generation") {
+                guard let number = value.number(max: UInt64(UInt32.max)) else {
                     throw SDPError(.badCandidate, "candidate generation is not a number")
                 }
                 generation = UInt32(number)
-            default:
-                extensions.append(Extension(name: String(name), value: String(value)))
+            } else {
+                extensions.append(Extension(name: name.string, value: value.string))
             }
             index += 2
         }

@@ -1,81 +1,227 @@
-// Small lexical helpers shared by the parser: RFC 8866 §9 `token`, numbers, space-separated
-// fields. They work on UTF-8 code units so that parsing stays fast in debug builds too.
+// Byte-level lexical helpers shared by the parser: RFC 8866 §9 `token`, numbers, space-separated
+// fields. They work on spans of UTF-8 bytes with plain loops, so that parsing stays fast in
+// debug builds too (the robustness tests parse hundreds of thousands of mutated offers).
 
-enum Lexical {
-    /// RFC 8866 §9 token-char: %x21 / %x23-27 / %x2A-2B / %x2D-2E / %x30-39 / %x41-5A / %x5E-7E.
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case 0x21, 0x23...0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x30...0x39, 0x41...0x5A, 0x5E...0x7E: true
-        default: false
+/// A range of bytes in a buffer that outlives the span (the input being parsed). Internal and
+/// never stored: it only lives during one parse. Loops index a raw pointer, within
+/// `start..<end`, which the initializers keep inside the buffer.
+struct ByteSpan {
+    let base: UnsafePointer<UInt8>
+    var start: Int
+    var end: Int
+
+    /// The whole of `buffer` (an empty buffer gives an empty span over a static byte).
+    init(_ buffer: UnsafeBufferPointer<UInt8>) {
+        base = buffer.baseAddress ?? ByteSpan.emptyBase
+        start = 0
+        end = buffer.baseAddress == nil ? 0 : buffer.count
+    }
+
+    init(base: UnsafePointer<UInt8>, start: Int, end: Int) {
+        self.base = base
+        self.start = start
+        self.end = max(start, end)
+    }
+
+    // Never written after initialization: a read-only byte for spans over empty buffers.
+    nonisolated(unsafe) private static let emptyBase: UnsafePointer<UInt8> = {
+        let pointer = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
+        pointer.initialize(to: 0)
+        return UnsafePointer(pointer)
+    }()
+
+    var count: Int { end - start }
+    var isEmpty: Bool { end <= start }
+    subscript(offset: Int) -> UInt8 { base[start + offset] }
+
+    /// The bytes from `offset` on.
+    func dropFirst(_ offset: Int) -> ByteSpan { ByteSpan(base: base, start: min(start + offset, end), end: end) }
+
+    private var buffer: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base + start, count: count) }
+
+    /// The bytes as a String (the parser has validated them as UTF-8 already, or they are ASCII).
+    var string: String { String(decoding: buffer, as: UTF8.self) }
+
+    /// The bytes as a String, or nil when they are not UTF-8.
+    var validatedString: String? { String(validating: buffer, as: UTF8.self) }
+
+    /// Whether the bytes are exactly `literal` (ASCII).
+    func equals(_ literal: StaticString) -> Bool {
+        guard count == literal.utf8CodeUnitCount else { return false }
+        let pointer = literal.utf8Start
+        var index = 0
+        while index < count {
+            if base[start + index] != pointer[index] { return false }
+            index += 1
         }
-    }
-
-    /// A non-empty RFC 8866 token.
-    static func isToken(_ text: Substring) -> Bool {
-        if text.isEmpty { return false }
-        for byte in text.utf8 where !isTokenByte(byte) { return false }
         return true
     }
 
-    /// A non-empty RFC 8866 token.
-    static func isToken(_ text: String) -> Bool { isToken(text[...]) }
-
-    /// Non-empty and without control characters or spaces: addresses (an IPv6 address has
-    /// colons, which are not token-chars), user names, and ids that peers write outside the
-    /// token grammar (GStreamer's msid has an `@`).
-    static func isVisible(_ text: Substring) -> Bool {
-        if text.isEmpty { return false }
-        for byte in text.utf8 where byte <= 0x20 || byte == 0x7F { return false }
-        return true
+    /// The offset (from `start`) of the first `byte`, if any.
+    func firstIndex(of byte: UInt8) -> Int? {
+        var index = start
+        while index < end {
+            if base[index] == byte { return index - start }
+            index += 1
+        }
+        return nil
     }
 
-    /// RFC 8839 §5.4 ice-char: ALPHA / DIGIT / "+" / "/".
-    static func isICEChars(_ text: Substring) -> Bool {
-        for byte in text.utf8 {
-            switch byte {
-            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2B, 0x2F: continue
-            default: return false
+    /// The bytes before the first `byte` and those after it; nil when absent.
+    func split(atFirst byte: UInt8) -> (ByteSpan, ByteSpan)? {
+        guard let offset = firstIndex(of: byte) else { return nil }
+        return (ByteSpan(base: base, start: start, end: start + offset), ByteSpan(base: base, start: start + offset + 1, end: end))
+    }
+
+    /// Fields separated by runs of spaces; leading and trailing spaces ignored.
+    func fields() -> [ByteSpan] {
+        var result: [ByteSpan] = []
+        var index = start
+        var fieldStart = start
+        while index < end {
+            if base[index] == 0x20 {
+                if index > fieldStart { result.append(ByteSpan(base: base, start: fieldStart, end: index)) }
+                fieldStart = index + 1
             }
+            index += 1
         }
-        return true
+        if end > fieldStart { result.append(ByteSpan(base: base, start: fieldStart, end: end)) }
+        return result
+    }
+
+    /// Parts separated by each `separator`, empty parts kept.
+    func parts(separator: UInt8) -> [ByteSpan] {
+        var result: [ByteSpan] = []
+        var index = start
+        var partStart = start
+        while index < end {
+            if base[index] == separator {
+                result.append(ByteSpan(base: base, start: partStart, end: index))
+                partStart = index + 1
+            }
+            index += 1
+        }
+        result.append(ByteSpan(base: base, start: partStart, end: end))
+        return result
     }
 
     /// A decimal number of at most `max`, digits only (no sign, no spaces), else nil.
-    static func number(_ text: Substring, max: UInt64) -> UInt64? {
-        if text.isEmpty || text.utf8.count > 20 { return nil }
+    func number(max: UInt64) -> UInt64? {
+        guard !isEmpty, count <= 20 else { return nil }
         var value: UInt64 = 0
-        for byte in text.utf8 {
+        var index = start
+        while index < end {
+            let byte = base[index]
             guard byte >= 0x30, byte <= 0x39 else { return nil }
             let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(byte - 0x30))
+            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(byte &- 0x30))
             if overflow1 || overflow2 { return nil }
             value = sum
+            index += 1
         }
         return value <= max ? value : nil
     }
 
+    /// An RTP payload type (RFC 3551 §6: 7 bits).
+    var payloadType: UInt8? {
+        guard let value = number(max: 127) else { return nil }
+        return UInt8(truncatingIfNeeded: value)
+    }
+
     /// Only decimal digits, at least one.
-    static func isDigits(_ text: Substring) -> Bool {
-        if text.isEmpty { return false }
-        for byte in text.utf8 where byte < 0x30 || byte > 0x39 { return false }
+    var isDigits: Bool {
+        if isEmpty { return false }
+        var index = start
+        while index < end {
+            let byte = base[index]
+            if byte < 0x30 || byte > 0x39 { return false }
+            index += 1
+        }
         return true
     }
 
-    /// Fields separated by one or more spaces (leading and trailing spaces ignored).
-    static func fields(_ text: Substring) -> [Substring] {
-        text.split(separator: " ", omittingEmptySubsequences: true)
+    /// A non-empty RFC 8866 token.
+    var isToken: Bool {
+        if isEmpty { return false }
+        var index = start
+        while index < end {
+            if !Lexical.isTokenByte(base[index]) { return false }
+            index += 1
+        }
+        return true
     }
 
-    /// The text before the first space and the rest after it (the rest may be empty or hold
-    /// more spaces); nil when there is no space.
-    static func splitAtFirstSpace(_ text: Substring) -> (Substring, Substring)? {
-        guard let space = text.utf8.firstIndex(of: 0x20) else { return nil }
-        let after = text.utf8.index(after: space)
-        return (text[..<space], text[after...])
+    /// Non-empty, without spaces or control characters.
+    var isVisible: Bool {
+        if isEmpty { return false }
+        var index = start
+        while index < end {
+            let byte = base[index]
+            if byte <= 0x20 || byte == 0x7F { return false }
+            index += 1
+        }
+        return true
     }
 
-    /// An RTP payload type (RFC 3551 §6: 7 bits).
-    static func payloadType(_ text: Substring) -> UInt8? {
-        number(text, max: 127).map { UInt8($0) }
+    /// RFC 8839 §5.4 ice-chars only.
+    var isICEChars: Bool {
+        var index = start
+        while index < end {
+            if !Lexical.isICEByte(base[index]) { return false }
+            index += 1
+        }
+        return true
+    }
+}
+
+enum Lexical {
+    /// RFC 8866 §9 token-char: %x21 / %x23-27 / %x2A-2B / %x2D-2E / %x30-39 / %x41-5A / %x5E-7E.
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        // Plain comparisons rather than range patterns: they stay cheap in debug builds.
+        if byte <= 0x20 || byte >= 0x7F { return false }
+        if byte == 0x22 || byte == 0x28 || byte == 0x29 || byte == 0x2C || byte == 0x2F { return false }
+        if byte >= 0x3A && byte <= 0x40 { return false }
+        if byte >= 0x5B && byte <= 0x5D { return false }
+        return true
+    }
+
+    /// RFC 8839 §5.4 ice-char: ALPHA / DIGIT / "+" / "/".
+    static func isICEByte(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+            || byte == 0x2B || byte == 0x2F
+    }
+
+    /// Runs `body` on the UTF-8 bytes of `text`.
+    static func withSpan<Value>(_ text: Substring, _ body: (ByteSpan) throws(SDPError) -> Value) throws(SDPError) -> Value {
+        var copy = String(text)
+        let result: Result<Value, SDPError> = copy.withUTF8 { buffer in
+            do throws(SDPError) {
+                return .success(try body(ByteSpan(buffer)))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(let value): return value
+        case .failure(let error): throw error
+        }
+    }
+
+    /// Runs `body` on the UTF-8 bytes of `text`, for checks that cannot fail.
+    static func check(_ text: String, _ body: (ByteSpan) -> Bool) -> Bool {
+        var copy = text
+        return copy.withUTF8 { body(ByteSpan($0)) }
+    }
+
+    /// A non-empty RFC 8866 token.
+    static func isToken(_ text: String) -> Bool { check(text) { $0.isToken } }
+
+    /// RFC 8839 §5.4 ice-chars only.
+    static func isICEChars(_ text: String) -> Bool { check(text) { $0.isICEChars } }
+
+    /// An RTP payload type written as decimal text.
+    static func payloadType(_ text: String) -> UInt8? {
+        var copy = text
+        return copy.withUTF8 { ByteSpan($0).payloadType }
     }
 }

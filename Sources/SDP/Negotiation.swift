@@ -151,10 +151,78 @@ public func negotiate(offer: SessionDescription, host: HostParameters) throws(SD
     try AnswerBuilder(offer: offer, host: host).build()
 }
 
+/// One offered m= section's attributes, read in a single pass (the negotiation looks at each
+/// many times).
+struct OfferedSection {
+    var mid: String?
+    var direction: Direction?
+    var rtpMaps: [RTPMap] = []
+    var formatParameters: [FormatParameters] = []
+    var feedback: [RTCPFeedback] = []
+    var extensionMaps: [ExtensionMap] = []
+    var ssrcAttributes: [SSRCAttribute] = []
+    var ssrcGroups: [SSRCGroup] = []
+    var msid: MSID?
+    var rtcpMux = false
+    var reducedSize = false
+    var bundleOnly = false
+    var endOfCandidates = false
+    var iceUsernameFragment: String?
+    var icePassword: String?
+    var fingerprints: [Fingerprint] = []
+    var setupRole: SetupRole?
+    var candidates: [Candidate] = []
+    var iceOptions: [String]?
+
+    init(_ attributes: [Attribute]) {
+        for attribute in attributes {
+            switch attribute.typed {
+            case .mid(let value): if mid == nil { mid = value }
+            case .direction(let value): if direction == nil { direction = value }
+            case .rtpmap(let value): rtpMaps.append(value)
+            case .fmtp(let value): formatParameters.append(value)
+            case .rtcpFeedback(let value): feedback.append(value)
+            case .extmap(let value): extensionMaps.append(value)
+            case .ssrc(let value): ssrcAttributes.append(value)
+            case .ssrcGroup(let value): ssrcGroups.append(value)
+            case .msid(let value): if msid == nil { msid = value }
+            case .setup(let value): if setupRole == nil { setupRole = value }
+            case .iceUsernameFragment(let value): if iceUsernameFragment == nil { iceUsernameFragment = value }
+            case .icePassword(let value): if icePassword == nil { icePassword = value }
+            case .iceOptions(let value): if iceOptions == nil { iceOptions = value }
+            case .fingerprint(let value): fingerprints.append(value)
+            case .candidate(let value): candidates.append(value)
+            case .group: break
+            case .other:
+                switch attribute.name {
+                // RFC 8858: rtcp-mux-only implies rtcp-mux.
+                case "rtcp-mux", "rtcp-mux-only": rtcpMux = true
+                case "rtcp-rsize": reducedSize = true
+                case "bundle-only": bundleOnly = true
+                case "end-of-candidates": endOfCandidates = true
+                default: break
+                }
+            }
+        }
+    }
+
+    func rtpMap(for payloadType: UInt8) -> RTPMap? { rtpMaps.first { $0.payloadType == payloadType } }
+    func parameters(for payloadType: UInt8) -> FormatParameters? { formatParameters.first { $0.payloadType == payloadType } }
+}
+
 /// The steps of `negotiate(offer:host:)`.
 struct AnswerBuilder {
     let offer: SessionDescription
     let host: HostParameters
+    let session: OfferedSection
+    let sections: [OfferedSection]
+
+    init(offer: SessionDescription, host: HostParameters) {
+        self.offer = offer
+        self.host = host
+        session = OfferedSection(offer.attributes)
+        sections = offer.media.map { OfferedSection($0.attributes) }
+    }
 
     private enum Decision {
         case accept(NegotiatedCodec)
@@ -167,7 +235,7 @@ struct AnswerBuilder {
         // RFC 8843 §7.2, RFC 5888 §4: every section needs a unique mid.
         var mids: [String] = []
         var seen = Set<String>()
-        for (index, section) in offer.media.enumerated() {
+        for (index, section) in sections.enumerated() {
             guard let mid = section.mid else { throw SDPError(.missingMid, "m= section \(index) has no a=mid") }
             guard seen.insert(mid).inserted else { throw SDPError(.duplicateMid, "a=mid:\(mid) appears twice") }
             mids.append(mid)
@@ -180,8 +248,8 @@ struct AnswerBuilder {
         }
 
         var decisions: [Decision] = []
-        for (index, section) in offer.media.enumerated() {
-            decisions.append(decide(section, mid: mids[index], bundle: bundle))
+        for index in offer.media.indices {
+            decisions.append(decide(index, mid: mids[index], bundle: bundle))
         }
         let acceptedIndices = decisions.indices.filter { if case .accept = decisions[$0] { true } else { false } }
         guard !acceptedIndices.isEmpty else { throw refusal(decisions) }
@@ -191,9 +259,10 @@ struct AnswerBuilder {
 
         // RFC 8843 §7.3.1: the answer's group holds the accepted mids, in the offer's group order;
         // the first (the answerer BUNDLE-tag) carries the transport.
-        let bundleMids = bundle.map { group in group.mids.filter { mid in acceptedIndices.contains { mids[$0] == mid } } } ?? []
+        let acceptedMids = Set(acceptedIndices.map { mids[$0] })
+        let bundleMids = bundle.map { group in group.mids.filter { acceptedMids.contains($0) } } ?? []
         let taggedIndex = bundleMids.first.flatMap { mid in mids.firstIndex(of: mid) } ?? acceptedIndices[0]
-        let peerTransport = try transport(of: offer.media[taggedIndex])
+        let peerTransport = try transport(of: sections[taggedIndex])
         let hostRole: DTLSRole = peerTransport.setupRole == .passive ? .client : .server
 
         let hostTransport: [Attribute] = [
@@ -211,7 +280,7 @@ struct AnswerBuilder {
             switch decisions[index] {
             case .accept(let codec):
                 let (description, negotiated) = acceptedSection(
-                    section, index: index, mid: mids[index], codec: codec, transport: hostTransport, candidates: candidates)
+                    index, mid: mids[index], codec: codec, transport: hostTransport, candidates: candidates)
                 answerMedia.append(description)
                 accepted.append(negotiated)
             case .reject(let reason):
@@ -238,27 +307,27 @@ struct AnswerBuilder {
             throw SDPError(.invalidHostParameters, "the host fingerprint is not colon-separated hex: \(error.detail)")
         }
         guard bytes.count == 32 else { throw SDPError(.invalidHostParameters, "the host fingerprint is not 32 bytes (SHA-256)") }
-        guard (4...256).contains(host.iceUsernameFragment.utf8.count), Lexical.isICEChars(host.iceUsernameFragment[...]),
-            (22...256).contains(host.icePassword.utf8.count), Lexical.isICEChars(host.icePassword[...])
+        guard (4...256).contains(host.iceUsernameFragment.utf8.count), Lexical.isICEChars(host.iceUsernameFragment),
+            (22...256).contains(host.icePassword.utf8.count), Lexical.isICEChars(host.icePassword)
         else { throw SDPError(.invalidHostParameters, "the host ICE ufrag/pwd break RFC 8839 §5.4") }
         return Fingerprint(hashFunction: "sha-256", bytes: bytes)
     }
 
-    private func decide(_ section: MediaDescription, mid: String, bundle: MediaGroup?) -> Decision {
+    private func decide(_ index: Int, mid: String, bundle: MediaGroup?) -> Decision {
+        let section = offer.media[index]
+        let offered = sections[index]
         guard section.kind == .audio || section.kind == .video else { return .reject(.unsupportedMedia) }
-        let bundleOnly = section.hasAttribute("bundle-only")
         // RFC 8843 §7.2: port 0 with bundle-only is a live bundled section, not a disabled one.
-        if section.port == 0, !bundleOnly { return .reject(.disabledByOffer) }
+        if section.port == 0, !offered.bundleOnly { return .reject(.disabledByOffer) }
         let proto = section.transportProtocol.uppercased()
         guard section.carriesRTP, proto.contains("SAVP"), proto.contains("TLS") else { return .reject(.unsupportedTransport) }
         if let bundle {
             guard bundle.mids.contains(mid) else { return .reject(.outsideBundle) }
-        } else if bundleOnly {
+        } else if offered.bundleOnly {
             return .reject(.outsideBundle)
         }
-        guard let codec = selectCodec(in: section) else { return .reject(.noCommonCodec) }
-        // RFC 8858: rtcp-mux-only implies rtcp-mux.
-        guard section.hasAttribute("rtcp-mux") || section.hasAttribute("rtcp-mux-only") else { return .reject(.rtcpMuxMissing) }
+        guard let codec = selectCodec(index) else { return .reject(.noCommonCodec) }
+        guard offered.rtcpMux else { return .reject(.rtcpMuxMissing) }
         return .accept(codec)
     }
 
@@ -275,58 +344,52 @@ struct AnswerBuilder {
 
     /// RFC 8829 §5.3.1: the answer uses the offer's payload types; the offerer's order is its
     /// preference, so the first offered codec the host supports wins.
-    private func selectCodec(in section: MediaDescription) -> NegotiatedCodec? {
-        let maps = section.rtpMaps
-        let fmtps = section.formatParameters
+    private func selectCodec(_ index: Int) -> NegotiatedCodec? {
+        let section = offer.media[index]
+        let offered = sections[index]
         let offeredTypes = section.payloadTypes
         for pt in offeredTypes {
-            guard let map = maps.first(where: { $0.payloadType == pt }),
+            guard let map = offered.rtpMap(for: pt),
                 let capability = host.codecs.first(where: { $0.kind == section.kind && $0.matches(map) })
             else { continue }
             var rtx: UInt8?
             if capability.acceptsRetransmission {
+                // RFC 4588 §8.6: the RTX format whose apt= is the codec's payload type.
                 rtx = offeredTypes.first { candidate in
-                    guard let rtxMap = maps.first(where: { $0.payloadType == candidate }),
-                        rtxMap.encodingName.lowercased() == "rtx", rtxMap.clockRate == map.clockRate
+                    guard let rtxMap = offered.rtpMap(for: candidate), rtxMap.encodingName.lowercased() == "rtx",
+                        rtxMap.clockRate == map.clockRate
                     else { return false }
-                    return fmtps.first { $0.payloadType == candidate }?.associatedPayloadType == pt
+                    return offered.parameters(for: candidate)?.associatedPayloadType == pt
                 }
             }
             // RFC 4585 §4.2: feedback for this payload type or for `*`, intersected with the host's.
             var feedback: [RTCPFeedback] = []
-            for offered in section.rtcpFeedback where offered.payloadType == pt || offered.payloadType == nil {
-                guard host.feedback.contains(where: { $0.sameFeedback(as: offered) }),
-                    !feedback.contains(where: { $0.sameFeedback(as: offered) })
+            for item in offered.feedback where item.payloadType == pt || item.payloadType == nil {
+                guard host.feedback.contains(where: { $0.sameFeedback(as: item) }),
+                    !feedback.contains(where: { $0.sameFeedback(as: item) })
                 else { continue }
-                feedback.append(RTCPFeedback(payloadType: pt, type: offered.type, parameter: offered.parameter))
+                feedback.append(RTCPFeedback(payloadType: pt, type: item.type, parameter: item.parameter))
             }
             return NegotiatedCodec(payloadType: pt, encodingName: map.encodingName, clockRate: map.clockRate,
                                    channels: map.channels, rtxPayloadType: rtx, feedback: feedback,
-                                   peerFormatParameters: fmtps.first { $0.payloadType == pt }?.parameters)
+                                   peerFormatParameters: offered.parameters(for: pt)?.parameters)
         }
         return nil
     }
 
     /// RFC 8839 §5.4 and RFC 8842 §5: ICE credentials, fingerprints and setup of the tagged
     /// section, each falling back to the session level (where Firefox writes them).
-    private func transport(of section: MediaDescription) throws(SDPError) -> PeerTransport {
-        guard let ufrag = section.iceUsernameFragment ?? offer.iceUsernameFragment,
-            let pwd = section.icePassword ?? offer.icePassword
+    private func transport(of section: OfferedSection) throws(SDPError) -> PeerTransport {
+        guard let ufrag = section.iceUsernameFragment ?? session.iceUsernameFragment,
+            let pwd = section.icePassword ?? session.icePassword
         else { throw SDPError(.missingICECredentials, "the offer has no a=ice-ufrag / a=ice-pwd") }
-        let fingerprints = section.fingerprints.isEmpty ? offer.fingerprints : section.fingerprints
+        let fingerprints = section.fingerprints.isEmpty ? session.fingerprints : section.fingerprints
         guard !fingerprints.isEmpty else { throw SDPError(.missingFingerprint, "the offer has no a=fingerprint") }
-        let setup = section.setupRole ?? offer.setupRole
+        let setup = section.setupRole ?? session.setupRole
         if setup == .holdconn { throw SDPError(.unsupportedSetupRole, "a=setup:holdconn") }
-        var options: [String] = []
-        for attribute in section.attributes + offer.attributes {
-            if case .iceOptions(let values) = attribute.typed {
-                options = values
-                break
-            }
-        }
         return PeerTransport(iceUsernameFragment: ufrag, icePassword: pwd, fingerprints: fingerprints, setupRole: setup,
-                             candidates: section.candidates, endOfCandidates: section.hasAttribute("end-of-candidates"),
-                             iceOptions: options)
+                             candidates: section.candidates, endOfCandidates: section.endOfCandidates,
+                             iceOptions: section.iceOptions ?? session.iceOptions ?? [])
     }
 
     /// RFC 8445 §5.1.2.1: priority = 2^24 × type preference (126 for host) + 2^8 × local
@@ -341,11 +404,12 @@ struct AnswerBuilder {
     }
 
     private func acceptedSection(
-        _ section: MediaDescription, index: Int, mid: String, codec: NegotiatedCodec, transport: [Attribute],
-        candidates: [Candidate]
+        _ index: Int, mid: String, codec: NegotiatedCodec, transport: [Attribute], candidates: [Candidate]
     ) -> (MediaDescription, NegotiatedMedia) {
+        let section = offer.media[index]
+        let offered = sections[index]
         // RFC 8866 §6.7: without a direction attribute, the session's, else sendrecv.
-        let peerDirection = section.direction ?? offer.direction ?? .sendrecv
+        let peerDirection = offered.direction ?? session.direction ?? .sendrecv
         let sender = host.senders[mid]
         // RFC 3264 §6.1: the host receives what the peer sends, and sends only where the peer
         // receives and the host has something to send.
@@ -355,12 +419,11 @@ struct AnswerBuilder {
         // RFC 8285 §7: the answer keeps the offer's ids, for URIs the host supports, with the
         // direction mirrored. Encrypted extensions (RFC 6904) are not supported.
         var extensions: [ExtensionMap] = []
-        for offered in section.extensionMaps + offer.extensionMaps
-        where !offered.isEncrypted && host.headerExtensionURIs.contains(offered.uri)
-            && !extensions.contains(where: { $0.uri == offered.uri || $0.id == offered.id }) {
-            extensions.append(ExtensionMap(id: offered.id, direction: offered.direction?.reversed, uri: offered.uri))
+        for item in offered.extensionMaps + session.extensionMaps
+        where !item.isEncrypted && host.headerExtensionURIs.contains(item.uri)
+            && !extensions.contains(where: { $0.uri == item.uri || $0.id == item.id }) {
+            extensions.append(ExtensionMap(id: item.id, direction: item.direction?.reversed, uri: item.uri))
         }
-        let reducedSize = section.hasAttribute("rtcp-rsize")
 
         var attributes: [Attribute] = [.mid(mid)]
         attributes += transport
@@ -368,7 +431,7 @@ struct AnswerBuilder {
         attributes.append(.direction(hostDirection))
         if let activeSender { attributes.append(.msid(MSID(streamID: activeSender.streamID, trackID: activeSender.trackID))) }
         attributes.append(.flag("rtcp-mux"))
-        if reducedSize { attributes.append(.flag("rtcp-rsize")) }
+        if offered.reducedSize { attributes.append(.flag("rtcp-rsize")) }
         attributes.append(.rtpmap(RTPMap(payloadType: codec.payloadType, encodingName: codec.encodingName,
                                          clockRate: codec.clockRate, channels: codec.channels)))
         attributes += codec.feedback.map(Attribute.rtcpFeedback)
@@ -405,22 +468,21 @@ struct AnswerBuilder {
             formats: formats, connections: [Connection(address: defaultCandidate?.address ?? "0.0.0.0")],
             attributes: attributes)
 
-        let (peerSSRCs, peerRTX) = Self.peerSources(of: section)
-        let ssrcAttributes = section.ssrcAttributes
-        let cname = ssrcAttributes.first { $0.attribute == "cname" }?.value
-        let msid = section.msid ?? ssrcAttributes.first { $0.attribute == "msid" }?.value.flatMap {
+        let (peerSSRCs, peerRTX) = Self.peerSources(of: offered)
+        let cname = offered.ssrcAttributes.first { $0.attribute == "cname" }?.value
+        let msid = offered.msid ?? offered.ssrcAttributes.first { $0.attribute == "msid" }?.value.flatMap {
             try? MSID(attributeValue: $0[...])
         }
         let negotiated = NegotiatedMedia(
             index: index, mid: mid, kind: section.kind, peerDirection: peerDirection, hostDirection: hostDirection,
             codec: codec, peerSSRCs: peerDirection.sends ? peerSSRCs : [], peerRTXSSRCs: peerDirection.sends ? peerRTX : [:],
-            peerCNAME: cname, peerMSID: msid, headerExtensions: extensions, reducedSizeRTCP: reducedSize,
+            peerCNAME: cname, peerMSID: msid, headerExtensions: extensions, reducedSizeRTCP: offered.reducedSize,
             hostSender: activeSender)
         return (description, negotiated)
     }
 
     /// RFC 5576: the sources of `a=ssrc` lines, minus the RTX sources of `a=ssrc-group:FID`.
-    static func peerSources(of section: MediaDescription) -> ([UInt32], [UInt32: UInt32]) {
+    static func peerSources(of section: OfferedSection) -> ([UInt32], [UInt32: UInt32]) {
         var rtx: [UInt32: UInt32] = [:]
         var repairSources = Set<UInt32>()
         for group in section.ssrcGroups where group.semantics.uppercased() == "FID" && group.ssrcs.count >= 2 {

@@ -9,7 +9,7 @@ extension SessionDescription {
         guard bytes.count <= SDPLimits.maxInputBytes else {
             throw SDPError(.inputTooLarge, "\(bytes.count) bytes is over the \(SDPLimits.maxInputBytes)-byte limit")
         }
-        let result = bytes.withUnsafeBufferPointer { buffer in SDPParser.parse(buffer) }
+        let result = bytes.withUnsafeBufferPointer { buffer in SDPParser.parse(ByteSpan(buffer)) }
         switch result {
         case .success(let description): self = description
         case .failure(let error): throw error
@@ -43,7 +43,7 @@ struct SDPParser {
     private var media: [MediaDescription] = []
     private var linesInSection = 0
 
-    static func parse(_ buffer: UnsafeBufferPointer<UInt8>) -> Result<SessionDescription, SDPError> {
+    static func parse(_ buffer: ByteSpan) -> Result<SessionDescription, SDPError> {
         var parser = SDPParser()
         do throws(SDPError) {
             return .success(try parser.run(buffer))
@@ -52,8 +52,9 @@ struct SDPParser {
         }
     }
 
-    private mutating func run(_ buffer: UnsafeBufferPointer<UInt8>) throws(SDPError) -> SessionDescription {
-        let count = buffer.count
+    private mutating func run(_ input: ByteSpan) throws(SDPError) -> SessionDescription {
+        let buffer = input.base
+        let count = input.count
         var start = 0
         var lineNumber = 0
         while start < count {
@@ -80,7 +81,7 @@ struct SDPParser {
             }
             if end > start {
                 do throws(SDPError) {
-                    try line(UnsafeBufferPointer(rebasing: buffer[start..<end]), number: lineNumber)
+                    try line(ByteSpan(base: buffer, start: start, end: end), number: lineNumber)
                 } catch {
                     var located = error
                     if located.line == nil { located.line = lineNumber }
@@ -99,17 +100,15 @@ struct SDPParser {
             encryptionKey: encryptionKey, attributes: attributes, media: media)
     }
 
-    private mutating func line(_ bytes: UnsafeBufferPointer<UInt8>, number: Int) throws(SDPError) {
+    private mutating func line(_ bytes: ByteSpan, number: Int) throws(SDPError) {
         guard bytes.count >= 2, bytes[1] == 0x3D /* = */, bytes[0] >= 0x61, bytes[0] <= 0x7A else {
             throw SDPError(.malformedLine, "a line must be '<letter>=<value>'")
         }
-        guard let value = String(validating: UnsafeBufferPointer(rebasing: bytes[2...]), as: UTF8.self) else {
-            throw SDPError(.invalidUTF8, "the line is not UTF-8")
-        }
+        let span = bytes.dropFirst(2)
         let type = bytes[0]
         guard sawVersion else {
             guard type == UInt8(ascii: "v") else { throw SDPError(.missingVersion, "the first line must be v=0") }
-            guard value == "0" else { throw SDPError(.unsupportedVersion, "v=\(value.prefix(20)) is not v=0") }
+            guard span.equals("0") else { throw SDPError(.unsupportedVersion, "v= is not v=0") }
             sawVersion = true
             linesInSection = 1
             return
@@ -118,6 +117,19 @@ struct SDPParser {
         if linesInSection > SDPLimits.maxLinesPerSection {
             throw SDPError(.tooManyAttributes, "more than \(SDPLimits.maxLinesPerSection) lines in one section")
         }
+        if type == UInt8(ascii: "a") {
+            // RFC 8866 §5.13: a=<attribute> or a=<attribute>:<value>. One UTF-8 check per line.
+            let attribute: Attribute
+            if let (name, value) = span.split(atFirst: 0x3A) {
+                guard let text = value.validatedString else { throw SDPError(.invalidUTF8, "the line is not UTF-8") }
+                attribute = try Attribute.parse(name: name, value: value, valueText: text)
+            } else {
+                attribute = try Attribute.parse(name: span, value: nil, valueText: nil)
+            }
+            if media.isEmpty { attributes.append(attribute) } else { media[media.count - 1].attributes.append(attribute) }
+            return
+        }
+        guard let value = span.validatedString else { throw SDPError(.invalidUTF8, "the line is not UTF-8") }
         let inMedia = !media.isEmpty
         switch type {
         case UInt8(ascii: "v"):
@@ -125,7 +137,7 @@ struct SDPParser {
         case UInt8(ascii: "o"), UInt8(ascii: "s"), UInt8(ascii: "u"), UInt8(ascii: "e"), UInt8(ascii: "p"),
             UInt8(ascii: "t"), UInt8(ascii: "r"), UInt8(ascii: "z"):
             guard !inMedia else { throw SDPError(.duplicateField, "\(Character(Unicode.Scalar(type)))= is a session line inside a media section") }
-            try sessionLine(type, value)
+            try sessionLine(type, value, span)
         case UInt8(ascii: "i"):
             if inMedia {
                 guard media[media.count - 1].information == nil else { throw SDPError(.duplicateField, "a second i= line") }
@@ -135,7 +147,7 @@ struct SDPParser {
                 sessionInformation = value
             }
         case UInt8(ascii: "c"):
-            let parsed = try Self.connection(value)
+            let parsed = try Self.connection(span)
             if inMedia {
                 media[media.count - 1].connections.append(parsed)
             } else {
@@ -143,7 +155,7 @@ struct SDPParser {
                 connection = parsed
             }
         case UInt8(ascii: "b"):
-            let parsed = try Self.bandwidth(value)
+            let parsed = try Self.bandwidth(span)
             if inMedia { media[media.count - 1].bandwidths.append(parsed) } else { bandwidths.append(parsed) }
         case UInt8(ascii: "k"):
             if inMedia {
@@ -153,14 +165,11 @@ struct SDPParser {
                 guard encryptionKey == nil else { throw SDPError(.duplicateField, "a second k= line") }
                 encryptionKey = value
             }
-        case UInt8(ascii: "a"):
-            let attribute = try Self.attribute(value)
-            if inMedia { media[media.count - 1].attributes.append(attribute) } else { attributes.append(attribute) }
         case UInt8(ascii: "m"):
             guard media.count < SDPLimits.maxMediaSections else {
                 throw SDPError(.tooManyMediaSections, "more than \(SDPLimits.maxMediaSections) m= sections")
             }
-            media.append(try Self.mediaLine(value))
+            media.append(try Self.mediaLine(span))
             linesInSection = 1
         default:
             // RFC 8866 §5: a parser must refuse a description with a type letter it does not know.
@@ -168,11 +177,11 @@ struct SDPParser {
         }
     }
 
-    private mutating func sessionLine(_ type: UInt8, _ value: String) throws(SDPError) {
+    private mutating func sessionLine(_ type: UInt8, _ value: String, _ span: ByteSpan) throws(SDPError) {
         switch type {
         case UInt8(ascii: "o"):
             guard origin == nil else { throw SDPError(.duplicateField, "a second o= line") }
-            origin = try Self.origin(value)
+            origin = try Self.origin(span)
         case UInt8(ascii: "s"):
             guard sessionName == nil else { throw SDPError(.duplicateField, "a second s= line") }
             sessionName = value
@@ -181,7 +190,7 @@ struct SDPParser {
             uri = value
         case UInt8(ascii: "e"): emails.append(value)
         case UInt8(ascii: "p"): phones.append(value)
-        case UInt8(ascii: "t"): timings.append(try Self.timing(value))
+        case UInt8(ascii: "t"): timings.append(try Self.timing(span))
         case UInt8(ascii: "r"):
             guard !timings.isEmpty else { throw SDPError(.malformedLine, "r= before any t=") }
             timings[timings.count - 1].repeats.append(value)
@@ -192,45 +201,45 @@ struct SDPParser {
     }
 
     // RFC 8866 §5.2: o=<username> <sess-id> <sess-version> <nettype> <addrtype> <unicast-address>
-    private static func origin(_ value: String) throws(SDPError) -> Origin {
-        let fields = Lexical.fields(value[...])
-        guard fields.count == 6, Lexical.isDigits(fields[1]), Lexical.isDigits(fields[2]),
-            Lexical.isToken(fields[3]), Lexical.isToken(fields[4]), Lexical.isVisible(fields[5])
+    private static func origin(_ span: ByteSpan) throws(SDPError) -> Origin {
+        let fields = span.fields()
+        guard fields.count == 6, fields[0].isVisible, fields[1].isDigits, fields[2].isDigits, fields[3].isToken,
+            fields[4].isToken, fields[5].isVisible
         else { throw SDPError(.badOrigin, "o= needs <username> <sess-id> <sess-version> <nettype> <addrtype> <address>") }
-        return Origin(username: String(fields[0]), sessionID: String(fields[1]), sessionVersion: String(fields[2]),
-                      networkType: String(fields[3]), addressType: String(fields[4]), address: String(fields[5]))
+        return Origin(username: fields[0].string, sessionID: fields[1].string, sessionVersion: fields[2].string,
+                      networkType: fields[3].string, addressType: fields[4].string, address: fields[5].string)
     }
 
     // RFC 8866 §5.7: c=<nettype> <addrtype> <connection-address>
-    private static func connection(_ value: String) throws(SDPError) -> Connection {
-        let fields = Lexical.fields(value[...])
-        guard fields.count == 3, Lexical.isToken(fields[0]), Lexical.isToken(fields[1]), Lexical.isVisible(fields[2]) else {
+    private static func connection(_ span: ByteSpan) throws(SDPError) -> Connection {
+        let fields = span.fields()
+        guard fields.count == 3, fields[0].isToken, fields[1].isToken, fields[2].isVisible else {
             throw SDPError(.badConnection, "c= needs <nettype> <addrtype> <address>")
         }
-        return Connection(networkType: String(fields[0]), addressType: String(fields[1]), address: String(fields[2]))
+        return Connection(networkType: fields[0].string, addressType: fields[1].string, address: fields[2].string)
     }
 
     // RFC 8866 §5.8: b=<bwtype>:<bandwidth>
-    private static func bandwidth(_ value: String) throws(SDPError) -> Bandwidth {
-        guard let colon = value.firstIndex(of: ":"), Lexical.isToken(value[..<colon]),
-            let number = Lexical.number(value[value.index(after: colon)...], max: UInt64(UInt32.max))
-        else { throw SDPError(.badBandwidth, "b= needs <type>:<number>") }
-        return Bandwidth(type: String(value[..<colon]), value: number)
+    private static func bandwidth(_ span: ByteSpan) throws(SDPError) -> Bandwidth {
+        guard let (type, value) = span.split(atFirst: 0x3A), type.isToken, let number = value.number(max: UInt64(UInt32.max)) else {
+            throw SDPError(.badBandwidth, "b= needs <type>:<number>")
+        }
+        return Bandwidth(type: type.string, value: number)
     }
 
     // RFC 8866 §5.9: t=<start-time> <stop-time>
-    private static func timing(_ value: String) throws(SDPError) -> Timing {
-        let fields = Lexical.fields(value[...])
-        guard fields.count == 2, let start = Lexical.number(fields[0], max: UInt64.max),
-            let stop = Lexical.number(fields[1], max: UInt64.max)
-        else { throw SDPError(.badTiming, "t= needs two numbers") }
+    private static func timing(_ span: ByteSpan) throws(SDPError) -> Timing {
+        let fields = span.fields()
+        guard fields.count == 2, let start = fields[0].number(max: UInt64.max), let stop = fields[1].number(max: UInt64.max) else {
+            throw SDPError(.badTiming, "t= needs two numbers")
+        }
         return Timing(start: start, stop: stop)
     }
 
     // RFC 8866 §5.14: m=<media> <port>[/<number of ports>] <proto> <fmt> ...
-    private static func mediaLine(_ value: String) throws(SDPError) -> MediaDescription {
-        let fields = Lexical.fields(value[...])
-        guard fields.count >= 4, Lexical.isToken(fields[0]) else {
+    private static func mediaLine(_ span: ByteSpan) throws(SDPError) -> MediaDescription {
+        let fields = span.fields()
+        guard fields.count >= 4, fields[0].isToken else {
             throw SDPError(.badMediaLine, "m= needs <media> <port> <proto> <fmt>...")
         }
         guard fields.count - 3 <= SDPLimits.maxFormatsPerMedia else {
@@ -238,37 +247,27 @@ struct SDPParser {
         }
         var portText = fields[1]
         var portCount: UInt16?
-        if let slash = portText.firstIndex(of: "/") {
-            guard let count = Lexical.number(portText[portText.index(after: slash)...], max: 65535) else {
-                throw SDPError(.badPort, "m= port count is not a number")
-            }
+        if let (number, countText) = portText.split(atFirst: 0x2F) {
+            guard let count = countText.number(max: 65535) else { throw SDPError(.badPort, "m= port count is not a number") }
             portCount = UInt16(count)
-            portText = portText[..<slash]
+            portText = number
         }
-        guard let port = Lexical.number(portText, max: 65535) else {
-            throw SDPError(.badPort, "m= port '\(fields[1].prefix(20))' is not in 0...65535")
+        guard let port = portText.number(max: 65535) else {
+            throw SDPError(.badPort, "m= port '\(fields[1].string.prefix(20))' is not in 0...65535")
         }
-        guard fields[2].split(separator: "/", omittingEmptySubsequences: false).allSatisfy(Lexical.isToken) else {
-            throw SDPError(.badProtocol, "m= proto '\(fields[2].prefix(40))' is not tokens separated by '/'")
+        guard fields[2].parts(separator: 0x2F).allSatisfy(\.isToken) else {
+            throw SDPError(.badProtocol, "m= proto '\(fields[2].string.prefix(40))' is not tokens separated by '/'")
         }
-        let proto = String(fields[2])
+        let proto = fields[2].string
         let formats = fields.dropFirst(3)
         if MediaDescription.protocolCarriesRTP(proto) {
-            for format in formats where Lexical.payloadType(format) == nil {
-                throw SDPError(.badPayloadType, "m= payload type '\(format.prefix(20))' is not in 0...127")
+            for format in formats where format.payloadType == nil {
+                throw SDPError(.badPayloadType, "m= payload type '\(format.string.prefix(20))' is not in 0...127")
             }
         } else {
-            guard formats.allSatisfy(Lexical.isToken) else { throw SDPError(.badMediaLine, "m= format is not a token") }
+            guard formats.allSatisfy(\.isToken) else { throw SDPError(.badMediaLine, "m= format is not a token") }
         }
-        return MediaDescription(kind: MediaKind(String(fields[0])), port: UInt16(port), portCount: portCount,
-                                transportProtocol: proto, formats: formats.map(String.init))
-    }
-
-    // RFC 8866 §5.13: a=<attribute> or a=<attribute>:<value>
-    private static func attribute(_ value: String) throws(SDPError) -> Attribute {
-        if let colon = value.utf8.firstIndex(of: 0x3A) {
-            return try Attribute(name: String(value[..<colon]), value: String(value[value.utf8.index(after: colon)...]))
-        }
-        return try Attribute(name: value, value: nil)
+        return MediaDescription(kind: MediaKind(fields[0].string), port: UInt16(port), portCount: portCount,
+                                transportProtocol: proto, formats: formats.map(\.string))
     }
 }

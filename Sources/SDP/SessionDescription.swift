@@ -226,7 +226,7 @@ public struct MediaDescription: Sendable, Equatable {
     }
 
     /// The formats as RTP payload types (those that are numbers in 0...127).
-    public var payloadTypes: [UInt8] { formats.compactMap { Lexical.payloadType($0[...]) } }
+    public var payloadTypes: [UInt8] { formats.compactMap(Lexical.payloadType) }
 
     /// Every attribute named `name`, in order.
     public func attributes(named name: String) -> [Attribute] { attributes.filter { $0.name == name } }
