@@ -39,7 +39,8 @@ public struct Attribute: Sendable, Equatable {
     /// Reads the bytes after `a=`; `name` is a validated token, `value` validated UTF-8.
     static func parse(name: ByteSpan, value: ByteSpan?, valueText: String?) throws(SDPError) -> Attribute {
         guard name.isToken else { throw SDPError(.badAttribute, "attribute name is not a token") }
-        return Attribute(name: name.string, value: valueText, typed: try AttributeValue(name: name, value: value))
+        let typed = try AttributeValue(name: name, value: value)
+        return Attribute(name: typed.knownName ?? name.string, value: valueText, typed: typed)
     }
 
     /// `a=mid:<mid>` (RFC 5888 §4).
@@ -108,8 +109,8 @@ public enum AttributeValue: Sendable, Equatable {
     case iceOptions([String])
     /// `a=fingerprint` (RFC 8122 §5).
     case fingerprint(Fingerprint)
-    /// `a=candidate` (RFC 8839 §5.1).
-    case candidate(Candidate)
+    /// `a=candidate` (RFC 8839 §5.1). Boxed: a candidate is large and most attributes are not one.
+    indirect case candidate(Candidate)
     /// Kept as written, not interpreted.
     case other
 
@@ -161,6 +162,31 @@ public enum AttributeValue: Sendable, Equatable {
         case .fingerprint: self = .fingerprint(try Fingerprint(span: value))
         case .candidate: self = .candidate(try Candidate(span: value))
         case .direction: self = .other  // handled above
+        }
+    }
+}
+
+extension AttributeValue {
+    /// The attribute name of a typed value (a literal, so parsing makes no String for it).
+    var knownName: String? {
+        switch self {
+        case .group: "group"
+        case .mid: "mid"
+        case .rtpmap: "rtpmap"
+        case .fmtp: "fmtp"
+        case .rtcpFeedback: "rtcp-fb"
+        case .extmap: "extmap"
+        case .ssrc: "ssrc"
+        case .ssrcGroup: "ssrc-group"
+        case .msid: "msid"
+        case .direction(let direction): direction.rawValue
+        case .setup: "setup"
+        case .iceUsernameFragment: "ice-ufrag"
+        case .icePassword: "ice-pwd"
+        case .iceOptions: "ice-options"
+        case .fingerprint: "fingerprint"
+        case .candidate: "candidate"
+        case .other: nil
         }
     }
 }

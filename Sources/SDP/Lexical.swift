@@ -39,18 +39,29 @@ struct ByteSpan {
 
     private var buffer: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base + start, count: count) }
 
-    /// The bytes as a String (the parser has validated them as UTF-8 already, or they are ASCII).
-    var string: String { String(decoding: buffer, as: UTF8.self) }
+    /// The bytes as a String. The parser has checked the line is UTF-8 already; this
+    /// initializer is not generic, so it stays cheap in debug builds.
+    var string: String {
+        let length = count
+        if length == 0 { return "" }
+        let source = UnsafeRawPointer(base + start)
+        return String(unsafeUninitializedCapacity: length) { target in
+            guard let destination = target.baseAddress else { return 0 }
+            UnsafeMutableRawPointer(destination).copyMemory(from: source, byteCount: length)
+            return length
+        }
+    }
 
-    /// The bytes as a String, or nil when they are not UTF-8.
-    var validatedString: String? { String(validating: buffer, as: UTF8.self) }
+    /// Whether the bytes are valid UTF-8.
+    var isValidUTF8: Bool { String(validating: buffer, as: UTF8.self) != nil }
 
     /// Whether the bytes are exactly `literal` (ASCII).
     func equals(_ literal: StaticString) -> Bool {
-        guard count == literal.utf8CodeUnitCount else { return false }
+        let length = end - start
+        guard length == literal.utf8CodeUnitCount else { return false }
         let pointer = literal.utf8Start
         var index = 0
-        while index < count {
+        while index < length {
             if base[start + index] != pointer[index] { return false }
             index += 1
         }
@@ -161,6 +172,23 @@ struct ByteSpan {
             index += 1
         }
         return true
+    }
+
+    /// Whether a `/`-separated proto (RFC 8866 §5.14) has an `RTP` part, ignoring case.
+    var hasRTPComponent: Bool {
+        var partStart = start
+        var index = start
+        while index <= end {
+            if index == end || base[index] == 0x2F {
+                if index - partStart == 3, base[partStart] | 0x20 == 0x72, base[partStart + 1] | 0x20 == 0x74,
+                    base[partStart + 2] | 0x20 == 0x70 {
+                    return true
+                }
+                partStart = index + 1
+            }
+            index += 1
+        }
+        return false
     }
 
     /// RFC 8839 §5.4 ice-chars only.

@@ -55,33 +55,43 @@ struct SDPParser {
     private mutating func run(_ input: ByteSpan) throws(SDPError) -> SessionDescription {
         let buffer = input.base
         let count = input.count
+        let lineLimit = SDPLimits.maxLineBytes
         var start = 0
         var lineNumber = 0
         while start < count {
             lineNumber += 1
             var end = start
+            var nonASCII = false
             // Find the LF; refuse NUL and a CR that does not end the line (RFC 8866 §5).
-            while end < count {
+            let stop = min(count, start + lineLimit + 2)
+            while end < stop {
                 let byte = buffer[end]
                 if byte == 0x0A { break }
-                if byte == 0x00 { throw SDPError(.invalidCharacter, line: lineNumber, "NUL byte") }
-                if byte == 0x0D, end + 1 < count, buffer[end + 1] != 0x0A {
-                    throw SDPError(.invalidCharacter, line: lineNumber, "CR not followed by LF")
+                if byte < 0x0E {
+                    if byte == 0x00 { throw SDPError(.invalidCharacter, line: lineNumber, "NUL byte") }
+                    if byte == 0x0D, end + 1 < count, buffer[end + 1] != 0x0A {
+                        throw SDPError(.invalidCharacter, line: lineNumber, "CR not followed by LF")
+                    }
+                } else if byte >= 0x80 {
+                    nonASCII = true
                 }
                 end += 1
-                if end - start > SDPLimits.maxLineBytes + 1 {
-                    throw SDPError(.lineTooLong, line: lineNumber, "line is over \(SDPLimits.maxLineBytes) bytes")
-                }
+            }
+            if end == stop, stop < count, end - start > lineLimit + 1 {
+                throw SDPError(.lineTooLong, line: lineNumber, "line is over \(lineLimit) bytes")
             }
             let next = end + 1
             // Drop the CR of CRLF and trailing blanks.
             while end > start, buffer[end - 1] == 0x0D || buffer[end - 1] == 0x20 || buffer[end - 1] == 0x09 { end -= 1 }
-            if end - start > SDPLimits.maxLineBytes {
-                throw SDPError(.lineTooLong, line: lineNumber, "line is over \(SDPLimits.maxLineBytes) bytes")
+            if end - start > lineLimit {
+                throw SDPError(.lineTooLong, line: lineNumber, "line is over \(lineLimit) bytes")
             }
             if end > start {
+                let bytes = ByteSpan(base: buffer, start: start, end: end)
+                // One UTF-8 check per line, only when it has non-ASCII bytes.
+                if nonASCII, !bytes.isValidUTF8 { throw SDPError(.invalidUTF8, line: lineNumber, "the line is not UTF-8") }
                 do throws(SDPError) {
-                    try line(ByteSpan(base: buffer, start: start, end: end), number: lineNumber)
+                    try line(bytes, number: lineNumber)
                 } catch {
                     var located = error
                     if located.line == nil { located.line = lineNumber }
@@ -121,15 +131,14 @@ struct SDPParser {
             // RFC 8866 §5.13: a=<attribute> or a=<attribute>:<value>. One UTF-8 check per line.
             let attribute: Attribute
             if let (name, value) = span.split(atFirst: 0x3A) {
-                guard let text = value.validatedString else { throw SDPError(.invalidUTF8, "the line is not UTF-8") }
-                attribute = try Attribute.parse(name: name, value: value, valueText: text)
+                attribute = try Attribute.parse(name: name, value: value, valueText: value.string)
             } else {
                 attribute = try Attribute.parse(name: span, value: nil, valueText: nil)
             }
             if media.isEmpty { attributes.append(attribute) } else { media[media.count - 1].attributes.append(attribute) }
             return
         }
-        guard let value = span.validatedString else { throw SDPError(.invalidUTF8, "the line is not UTF-8") }
+        let value = span.string
         let inMedia = !media.isEmpty
         switch type {
         case UInt8(ascii: "v"):
@@ -260,7 +269,7 @@ struct SDPParser {
         }
         let proto = fields[2].string
         let formats = fields.dropFirst(3)
-        if MediaDescription.protocolCarriesRTP(proto) {
+        if fields[2].hasRTPComponent {
             for format in formats where format.payloadType == nil {
                 throw SDPError(.badPayloadType, "m= payload type '\(format.string.prefix(20))' is not in 0...127")
             }

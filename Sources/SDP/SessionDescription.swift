@@ -222,7 +222,7 @@ public struct MediaDescription: Sendable, Equatable {
     public var carriesRTP: Bool { Self.protocolCarriesRTP(transportProtocol) }
 
     static func protocolCarriesRTP(_ proto: String) -> Bool {
-        proto.split(separator: "/").contains { $0.uppercased() == "RTP" }
+        Lexical.check(proto) { $0.hasRTPComponent }
     }
 
     /// The formats as RTP payload types (those that are numbers in 0...127).

@@ -28,7 +28,8 @@ let minimalHead = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n"
             let garbage = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
             #expect(parseErrorKind(garbage) != nil)
         }
-        #expect(parseErrorKind([0x76, 0x3D, 0x30, 0x0D, 0x0A, 0xC3, 0x28]) == .malformedLine)
+        #expect(parseErrorKind([0x76, 0x3D, 0x30, 0x0D, 0x0A, 0xC3, 0x28]) == .invalidUTF8)
+        #expect(parseErrorKind([0x76, 0x3D, 0x30, 0x0D, 0x0A, 0x28]) == .malformedLine)
         #expect(parseErrorKind(Array((minimalHead + "a=x:").utf8) + [0xC3, 0x28]) == .invalidUTF8)
         #expect(parseErrorKind(minimalHead + "a=x:\u{0}") == .invalidCharacter)
         #expect(parseErrorKind(minimalHead + "a=x:1\ra=y") == .invalidCharacter)
