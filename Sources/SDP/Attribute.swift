@@ -331,18 +331,22 @@ public struct RTPMap: Sendable, Equatable {
         guard let pt = ptText.payloadType else {
             throw SDPError(.badPayloadType, "a=rtpmap payload type '\(ptText.string.prefix(20))' is not in 0...127")
         }
-        let parts = encoding.parts(separator: 0x2F)
-        guard parts.count == 2 || parts.count == 3, parts[0].isToken,
-            let rate = parts[1].number(max: UInt64(UInt32.max)), rate > 0
-        else { throw SDPError(.badAttribute, "a=rtpmap encoding is not <name>/<rate>[/<channels>]") }
+        guard let (name, rateAndChannels) = encoding.split(atFirst: 0x2F), name.isToken else {
+            throw SDPError(.badAttribute, "a=rtpmap encoding is not <name>/<rate>[/<channels>]")
+        }
+        var rateText = rateAndChannels
         var channels: UInt8?
-        if parts.count == 3 {
-            guard let count = parts[2].number(max: 255), count > 0 else {
+        if let (rate, channelText) = rateAndChannels.split(atFirst: 0x2F) {
+            guard let count = channelText.number(max: 255), count > 0 else {
                 throw SDPError(.badAttribute, "a=rtpmap channel count is not in 1...255")
             }
+            rateText = rate
             channels = UInt8(count)
         }
-        self.init(payloadType: pt, encodingName: parts[0].string, clockRate: UInt32(rate), channels: channels)
+        guard let rate = rateText.number(max: UInt64(UInt32.max)), rate > 0 else {
+            throw SDPError(.badAttribute, "a=rtpmap clock rate is not a positive number")
+        }
+        self.init(payloadType: pt, encodingName: name.string, clockRate: UInt32(rate), channels: channels)
     }
 
     /// The text after `a=rtpmap:`.

@@ -72,29 +72,29 @@ public struct Candidate: Sendable, Equatable {
     }
 
     init(span: ByteSpan) throws(SDPError) {
-        let fields = span.fields()
-        guard fields.count >= 8 else { throw SDPError(.badCandidate, "a=candidate has fewer than 8 fields") }
-        guard (1...32).contains(fields[0].count), fields[0].isICEChars else {
+        var cursor = span.fieldCursor
+        guard let foundation = cursor.next(), let componentText = cursor.next(), let transport = cursor.next(),
+            let priorityText = cursor.next(), let address = cursor.next(), let portText = cursor.next(),
+            let typ = cursor.next(), let type = cursor.next()
+        else { throw SDPError(.badCandidate, "a=candidate has fewer than 8 fields") }
+        guard (1...32).contains(foundation.count), foundation.isICEChars else {
             throw SDPError(.badCandidate, "candidate foundation must be 1 to 32 ice-chars")
         }
-        guard let component = fields[1].number(max: 256), component >= 1 else {
+        guard let component = componentText.number(max: 256), component >= 1 else {
             throw SDPError(.badCandidate, "candidate component is not in 1...256")
         }
-        guard fields[2].isToken else { throw SDPError(.badCandidate, "candidate transport is not a token") }
-        guard let priority = fields[3].number(max: UInt64(UInt32.max)) else {
+        guard transport.isToken else { throw SDPError(.badCandidate, "candidate transport is not a token") }
+        guard let priority = priorityText.number(max: UInt64(UInt32.max)) else {
             throw SDPError(.badCandidate, "candidate priority is not a 32-bit number")
         }
-        guard fields[4].isVisible else { throw SDPError(.badCandidate, "candidate address is empty") }
-        guard let port = fields[5].number(max: 65535) else { throw SDPError(.badCandidate, "candidate port is not in 0...65535") }
-        guard fields[6].equals("typ"), fields[7].isToken else { throw SDPError(.badCandidate, "candidate has no 'typ <type>'") }
-        guard (fields.count - 8) % 2 == 0 else { throw SDPError(.badCandidate, "candidate extension without a value") }
+        guard address.isVisible else { throw SDPError(.badCandidate, "candidate address is empty") }
+        guard let port = portText.number(max: 65535) else { throw SDPError(.badCandidate, "candidate port is not in 0...65535") }
+        guard typ.equals("typ"), type.isToken else { throw SDPError(.badCandidate, "candidate has no 'typ <type>'") }
         self.init(
-            foundation: fields[0].string, component: UInt16(component), transport: fields[2].string,
-            priority: UInt32(priority), address: fields[4].string, port: UInt16(port), type: fields[7].string)
-        var index = 8
-        while index < fields.count {
-            let name = fields[index]
-            let value = fields[index + 1]
+            foundation: foundation.string, component: UInt16(component), transport: transport.string,
+            priority: UInt32(priority), address: address.string, port: UInt16(port), type: type.string)
+        while let name = cursor.next() {
+            guard let value = cursor.next() else { throw SDPError(.badCandidate, "candidate extension without a value") }
             guard name.isToken, value.isVisible else { throw SDPError(.badCandidate, "candidate extension is not a name and a value") }
             if relatedAddress == nil, name.equals("raddr") {
                 relatedAddress = value.string
@@ -111,7 +111,6 @@ public struct Candidate: Sendable, Equatable {
             } else {
                 extensions.append(Extension(name: name.string, value: value.string))
             }
-            index += 2
         }
     }
 

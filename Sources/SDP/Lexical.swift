@@ -100,6 +100,28 @@ struct ByteSpan {
         return result
     }
 
+    /// A cursor over the space-separated fields, which allocates nothing.
+    var fieldCursor: FieldCursor { FieldCursor(remaining: self) }
+
+    /// Whether every `/`-separated part is a non-empty token (an m= proto, RFC 8866 §5.14).
+    var isSlashSeparatedTokens: Bool {
+        if isEmpty { return false }
+        var previousWasSlash = true
+        var index = start
+        while index < end {
+            let byte = base[index]
+            if byte == 0x2F {
+                if previousWasSlash { return false }
+                previousWasSlash = true
+            } else {
+                if !Lexical.isTokenByte(byte) { return false }
+                previousWasSlash = false
+            }
+            index += 1
+        }
+        return !previousWasSlash
+    }
+
     /// Parts separated by each `separator`, empty parts kept.
     func parts(separator: UInt8) -> [ByteSpan] {
         var result: [ByteSpan] = []
@@ -199,6 +221,35 @@ struct ByteSpan {
             index += 1
         }
         return true
+    }
+}
+
+/// Walks the space-separated fields of a span, one at a time.
+struct FieldCursor {
+    var remaining: ByteSpan
+
+    /// The next field, skipping runs of spaces; nil at the end.
+    mutating func next() -> ByteSpan? {
+        var index = remaining.start
+        let end = remaining.end
+        let base = remaining.base
+        while index < end, base[index] == 0x20 { index += 1 }
+        if index == end {
+            remaining.start = end
+            return nil
+        }
+        let fieldStart = index
+        while index < end, base[index] != 0x20 { index += 1 }
+        remaining.start = index
+        return ByteSpan(base: base, start: fieldStart, end: index)
+    }
+
+    /// The rest after the next run of spaces (the text of the remaining fields), nil when empty.
+    mutating func rest() -> ByteSpan? {
+        var index = remaining.start
+        while index < remaining.end, remaining.base[index] == 0x20 { index += 1 }
+        remaining.start = index
+        return remaining.isEmpty ? nil : remaining
     }
 }
 

@@ -247,14 +247,11 @@ struct SDPParser {
 
     // RFC 8866 §5.14: m=<media> <port>[/<number of ports>] <proto> <fmt> ...
     private static func mediaLine(_ span: ByteSpan) throws(SDPError) -> MediaDescription {
-        let fields = span.fields()
-        guard fields.count >= 4, fields[0].isToken else {
+        var cursor = span.fieldCursor
+        guard let media = cursor.next(), media.isToken, let portField = cursor.next(), let protoField = cursor.next() else {
             throw SDPError(.badMediaLine, "m= needs <media> <port> <proto> <fmt>...")
         }
-        guard fields.count - 3 <= SDPLimits.maxFormatsPerMedia else {
-            throw SDPError(.badMediaLine, "more than \(SDPLimits.maxFormatsPerMedia) formats")
-        }
-        var portText = fields[1]
+        var portText = portField
         var portCount: UInt16?
         if let (number, countText) = portText.split(atFirst: 0x2F) {
             guard let count = countText.number(max: 65535) else { throw SDPError(.badPort, "m= port count is not a number") }
@@ -262,21 +259,28 @@ struct SDPParser {
             portText = number
         }
         guard let port = portText.number(max: 65535) else {
-            throw SDPError(.badPort, "m= port '\(fields[1].string.prefix(20))' is not in 0...65535")
+            throw SDPError(.badPort, "m= port '\(portField.string.prefix(20))' is not in 0...65535")
         }
-        guard fields[2].parts(separator: 0x2F).allSatisfy(\.isToken) else {
-            throw SDPError(.badProtocol, "m= proto '\(fields[2].string.prefix(40))' is not tokens separated by '/'")
+        guard protoField.isSlashSeparatedTokens else {
+            throw SDPError(.badProtocol, "m= proto '\(protoField.string.prefix(40))' is not tokens separated by '/'")
         }
-        let proto = fields[2].string
-        let formats = fields.dropFirst(3)
-        if fields[2].hasRTPComponent {
-            for format in formats where format.payloadType == nil {
-                throw SDPError(.badPayloadType, "m= payload type '\(format.string.prefix(20))' is not in 0...127")
+        let carriesRTP = protoField.hasRTPComponent
+        var formats: [String] = []
+        while let format = cursor.next() {
+            guard formats.count < SDPLimits.maxFormatsPerMedia else {
+                throw SDPError(.badMediaLine, "more than \(SDPLimits.maxFormatsPerMedia) formats")
             }
-        } else {
-            guard formats.allSatisfy(\.isToken) else { throw SDPError(.badMediaLine, "m= format is not a token") }
+            if carriesRTP {
+                guard format.payloadType != nil else {
+                    throw SDPError(.badPayloadType, "m= payload type '\(format.string.prefix(20))' is not in 0...127")
+                }
+            } else {
+                guard format.isToken else { throw SDPError(.badMediaLine, "m= format is not a token") }
+            }
+            formats.append(format.string)
         }
-        return MediaDescription(kind: MediaKind(fields[0].string), port: UInt16(port), portCount: portCount,
-                                transportProtocol: proto, formats: formats.map(\.string))
+        guard !formats.isEmpty else { throw SDPError(.badMediaLine, "m= needs at least one format") }
+        return MediaDescription(kind: MediaKind(media.string), port: UInt16(port), portCount: portCount,
+                                transportProtocol: protoField.string, formats: formats)
     }
 }

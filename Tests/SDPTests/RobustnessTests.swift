@@ -9,7 +9,7 @@ import WireTesting
     /// Mutations per offer: 100,000 in all, more for the small offers, whose parse is cheaper,
     /// so that the suite stays within its time budget in debug builds.
     static let mutations: [String: Int] = [
-        "gstreamer": 30_000, "aiortc": 25_000, "firefox": 25_000, "chromium": 12_000, "chromium-offer-screenshare": 8_000,
+        "gstreamer": 40_000, "aiortc": 25_000, "firefox": 25_000, "chromium": 6_000, "chromium-offer-screenshare": 4_000,
     ]
 
     /// Checks one input; returns whether it parsed.
