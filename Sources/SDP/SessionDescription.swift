@@ -103,7 +103,7 @@ public struct Connection: Sendable, Equatable {
     public var address: String
 
     /// A connection line for `address`.
-    public init(networkType: String = "IN", addressType: String = "IP4", address: String) {
+    public init(networkType: String, addressType: String, address: String) {
         self.networkType = networkType
         self.addressType = addressType
         self.address = address
@@ -111,7 +111,7 @@ public struct Connection: Sendable, Equatable {
 
     /// `IN IP4 <address>` or `IN IP6 <address>`, chosen by whether the address has a colon.
     public init(address: String) {
-        self.init(addressType: address.contains(":") ? "IP6" : "IP4", address: address)
+        self.init(networkType: "IN", addressType: address.contains(":") ? "IP6" : "IP4", address: address)
     }
 }
 

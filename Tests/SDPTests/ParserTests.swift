@@ -128,4 +128,30 @@ import Testing
             #expect(rebuilt == attribute, "\(name):\(value ?? "")")
         }
     }
+
+    @Test func simulcastRidAndUnknownAttributesAreKeptInOrder() throws {
+        let text = minimalHead + """
+            m=video 9 UDP/TLS/RTP/SAVPF 96\r
+            c=IN IP6 ::1\r
+            b=AS:2500\r
+            a=mid:v\r
+            a=rid:hi send pt=96;max-width=1280\r
+            a=rid:lo send\r
+            a=x-google-flag:conference\r
+            a=simulcast:send hi;~lo\r
+            a=extmap:9 urn:ietf:params:rtp-hdrext:encrypt urn:ietf:params:rtp-hdrext:sdes:mid\r
+            a=rtpmap:96 VP8/90000\r
+            a=candidate:1 1 udp 2130706431 2001:db8::1 50000 typ host\r
+
+            """
+        let offer = try SessionDescription(parsing: text)
+        let section = try #require(offer.media.first)
+        #expect(section.attributes.map(\.name) == ["mid", "rid", "rid", "x-google-flag", "simulcast", "extmap", "rtpmap", "candidate"])
+        #expect(section.attributes[1].value == "hi send pt=96;max-width=1280")
+        #expect(section.attributes[4].typed == .other)
+        #expect(section.connections == [Connection(address: "::1")])
+        #expect(section.bandwidths == [Bandwidth(type: "AS", value: 2500)])
+        #expect(section.candidates.first?.address == "2001:db8::1")
+        #expect(lines(offer.serialized()) == lines(text))
+    }
 }
