@@ -122,22 +122,6 @@ struct ByteSpan {
         return !previousWasSlash
     }
 
-    /// Parts separated by each `separator`, empty parts kept.
-    func parts(separator: UInt8) -> [ByteSpan] {
-        var result: [ByteSpan] = []
-        var index = start
-        var partStart = start
-        while index < end {
-            if base[index] == separator {
-                result.append(ByteSpan(base: base, start: partStart, end: index))
-                partStart = index + 1
-            }
-            index += 1
-        }
-        result.append(ByteSpan(base: base, start: partStart, end: end))
-        return result
-    }
-
     /// A decimal number of at most `max`, digits only (no sign, no spaces), else nil.
     func number(max: UInt64) -> UInt64? {
         guard !isEmpty, count <= 20 else { return nil }
@@ -242,14 +226,6 @@ struct FieldCursor {
         while index < end, base[index] != 0x20 { index += 1 }
         remaining.start = index
         return ByteSpan(base: base, start: fieldStart, end: index)
-    }
-
-    /// The rest after the next run of spaces (the text of the remaining fields), nil when empty.
-    mutating func rest() -> ByteSpan? {
-        var index = remaining.start
-        while index < remaining.end, remaining.base[index] == 0x20 { index += 1 }
-        remaining.start = index
-        return remaining.isEmpty ? nil : remaining
     }
 }
 

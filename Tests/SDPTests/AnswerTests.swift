@@ -243,6 +243,24 @@ func sections(_ text: String) -> [[String]] {
         #expect(errorKind { () throws(SDPError) in _ = try negotiate(offer: offer, host: Fixture.host(for: offer)) } == .bundleRequired)
     }
 
+    // RFC 8285 §7: an extension offered /recvonly is answered /sendonly, with the offer's id.
+    @Test func extensionDirectionIsMirroredAndEncryptedFormsAreLeftOut() throws {
+        var text = try Fixture.text("firefox-offer.sdp")
+        text = text.replacingOccurrences(
+            of: "a=extmap:3 urn:ietf:params:rtp-hdrext:sdes:mid\r\na=extmap:7",
+            with: "a=extmap:3 urn:ietf:params:rtp-hdrext:sdes:mid\r\n"
+                + "a=extmap:12 urn:ietf:params:rtp-hdrext:encrypt urn:3gpp:video-orientation\r\na=extmap:7")
+        let offer = try SessionDescription(parsing: text)
+        var host = Fixture.host(for: offer)
+        host.headerExtensionURIs.append("urn:ietf:params:rtp-hdrext:csrc-audio-level")
+        let session = try negotiate(offer: offer, host: host)
+        let audio = sections(session.answer.serialized())[1]
+        #expect(audio.contains("a=extmap:2/sendonly urn:ietf:params:rtp-hdrext:csrc-audio-level"))
+        #expect(!audio.contains { $0.contains("encrypt") })
+        #expect(session.media[0].headerExtensionID(for: "urn:ietf:params:rtp-hdrext:csrc-audio-level") == 2)
+        #expect(session.media[0].headerExtensions.first { $0.id == 2 }?.direction == .sendonly)
+    }
+
     @Test func badHostFingerprintIsATypedError() throws {
         let offer = try Fixture.offer("chromium")
         var host = Fixture.host(for: offer)
