@@ -17,7 +17,7 @@ public enum DTLSRole: Sendable, Equatable {
 }
 
 /// The offer's transport (the BUNDLE tagged section's, falling back to session level).
-public struct PeerTransport: Sendable, Equatable {
+public struct OfferedTransport: Sendable, Equatable {
     /// The peer's `a=ice-ufrag`.
     public var iceUsernameFragment: String
     /// The peer's `a=ice-pwd`.
@@ -133,7 +133,7 @@ public struct NegotiatedSession: Sendable, Equatable {
     /// The answer to send back.
     public var answer: SessionDescription
     /// The peer's ICE credentials, fingerprints, setup role and candidates.
-    public var peerTransport: PeerTransport
+    public var peerTransport: OfferedTransport
     /// The host's DTLS role.
     public var hostDTLSRole: DTLSRole
     /// The mids of the answer's BUNDLE group (empty when the offer had none).
@@ -379,7 +379,7 @@ struct AnswerBuilder {
 
     /// RFC 8839 §5.4 and RFC 8842 §5: ICE credentials, fingerprints and setup of the tagged
     /// section, each falling back to the session level (where Firefox writes them).
-    private func transport(of section: OfferedSection) throws(SDPError) -> PeerTransport {
+    private func transport(of section: OfferedSection) throws(SDPError) -> OfferedTransport {
         guard let ufrag = section.iceUsernameFragment ?? session.iceUsernameFragment,
             let pwd = section.icePassword ?? session.icePassword
         else { throw SDPError(.missingICECredentials, "the offer has no a=ice-ufrag / a=ice-pwd") }
@@ -387,7 +387,7 @@ struct AnswerBuilder {
         guard !fingerprints.isEmpty else { throw SDPError(.missingFingerprint, "the offer has no a=fingerprint") }
         let setup = section.setupRole ?? session.setupRole
         if setup == .holdconn { throw SDPError(.unsupportedSetupRole, "a=setup:holdconn") }
-        return PeerTransport(iceUsernameFragment: ufrag, icePassword: pwd, fingerprints: fingerprints, setupRole: setup,
+        return OfferedTransport(iceUsernameFragment: ufrag, icePassword: pwd, fingerprints: fingerprints, setupRole: setup,
                              candidates: section.candidates, endOfCandidates: section.endOfCandidates,
                              iceOptions: section.iceOptions ?? session.iceOptions ?? [])
     }
