@@ -7,6 +7,7 @@ import Testing
     private func withHost<R>(_ configure: (inout HostConfig) -> Void = { _ in }, _ body: (HTTPTestClient) throws -> R) throws -> R {
         var config = HostConfig()
         config.http.listen = "127.0.0.1:0"
+        config.media.listen = "127.0.0.1:0"
         configure(&config)
         let host = try ConferenceHost(config: config)
         defer { host.stop() }
@@ -58,6 +59,7 @@ import Testing
         try withHost { client in
             var config = HostConfig()
             config.http.listen = "127.0.0.1:\(client.port)"
+            config.media.listen = "127.0.0.1:0"
             #expect(throws: HTTPServer.StartError.self) { try ConferenceHost(config: config) }
         }
     }

@@ -21,7 +21,7 @@ import Testing
 
     @Test func servePrintsItsReadyLineAnswersAndExitsZeroOnSIGTERM() throws {
         let executable = try #require(Self.executable, "build the tessera product first (swift build)")
-        let config = writeConfig(#"{"http": {"listen": "127.0.0.1:0"}}"#)
+        let config = writeConfig(#"{"http": {"listen": "127.0.0.1:0"}, "media": {"listen": "127.0.0.1:0"}}"#)
         defer { try? FileManager.default.removeItem(atPath: config) }
         let process = Process()
         process.executableURL = executable

@@ -1,0 +1,65 @@
+import Foundation
+import SDP
+import Transport
+import Wire
+
+/// The media side of a running host: one event-loop thread, the shared UDP port, the DTLS
+/// certificate, and the sessions on that port. Everything but `runOnLoop` is touched only on the
+/// loop thread.
+public final class MediaHost: @unchecked Sendable {
+    public let loop: EventLoop
+    public let certificate: DTLSCertificate
+    let dtlsContext: DTLSContext
+    /// Host candidates announced in answers (API.md: one per announced address, the media port).
+    let candidateAddresses: [HostCandidateAddress]
+    private(set) var port: MediaPort?
+    private var thread: Thread?
+    private let finished = DispatchSemaphore(value: 0)
+
+    public init(listen: TransportAddress, announce: [String]) throws {
+        loop = try EventLoop()
+        certificate = try DTLSCertificate()
+        dtlsContext = try DTLSContext(certificate: certificate)
+        let port = try MediaPort(loop: loop, bind: listen)
+        self.port = port
+        let announced = announce.isEmpty ? [Self.hostText(listen)] : announce
+        candidateAddresses = announced.map { HostCandidateAddress(address: $0, port: port.socket.localAddress.port) }
+        let thread = Thread { [loop, finished] in
+            loop.run()
+            finished.signal()
+        }
+        thread.name = "tessera-media"
+        thread.start()
+        self.thread = thread
+    }
+
+    /// The bound media address (its port is the real one after asking for 0).
+    public var mediaAddress: TransportAddress? { port?.socket.localAddress }
+
+    /// Runs `body` on the loop thread and waits for its result (from an HTTP thread).
+    public func runOnLoop<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: Result<T, Error>?
+        loop.execute {
+            result = Result { try body() }
+            done.signal()
+        }
+        done.wait()
+        guard let result else { throw CancellationError() }
+        return try result.get()
+    }
+
+    /// Stops the loop and waits for its thread to end. Call once.
+    public func stop() {
+        guard thread != nil else { return }
+        loop.stop()
+        finished.wait()
+        thread = nil
+    }
+
+    private static func hostText(_ address: TransportAddress) -> String {
+        let text = address.description
+        guard let colon = text.lastIndex(of: ":") else { return text }
+        return String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+    }
+}
