@@ -21,3 +21,6 @@ swift build --build-tests
 
 echo "== unit tests"
 on_loopback_only swift test --skip-build
+
+echo "== interop: real peers (aiortc, Chromium, GStreamer) against tessera serve"
+Interop/run.sh --tessera .build/debug/tessera

@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# Interop suite for the host's echo endpoint (POST /v1/echo): real WebRTC peers call it and
+# check that what they send comes back.
+#
+#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium gstreamer"] [--seconds N]
+#                  [--media-port 50000] [--ready-timeout 30] [--keep-logs]
+#
+# Everything runs inside a private network namespace that holds only loopback (the script
+# re-executes itself under `unshare -n`), so nothing leaves the machine and no port clashes
+# with the outside. In there it starts `PATH serve --config TMP.json` (default
+# .build/debug/tessera; any executable that takes `serve --config FILE` and prints the ready
+# line will do), with HTTP on 127.0.0.1:0 and media on 127.0.0.1:MEDIA_PORT announcing
+# 127.0.0.1; waits (bounded) for `tessera: listening on http://127.0.0.1:PORT`; runs each peer
+# test against http://127.0.0.1:PORT/v1/echo, one after the other, each under a timeout;
+# stops the host with SIGTERM and checks that it exits 0 (itself a test). The last line is
+# `interop: N passed, N failed`; the exit status is non-zero when anything failed.
+#
+# It installs nothing: scripts/setup.sh (setup_test) provides .venv with Interop/requirements.txt
+# and the Debian packages (chromium; gstreamer + python3-gi for the gstreamer peer). A peer
+# whose tools are missing counts as failed, with the reason.
+set -u
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+TESSERA="$REPO/.build/debug/tessera"
+PEERS="aiortc chromium gstreamer"
+SECONDS_PER_CALL=10
+MEDIA_PORT=50000
+READY_TIMEOUT=30
+KEEP_LOGS=0
+VENV_PY="$REPO/.venv/bin/python"
+SYS_PY=/usr/bin/python3
+
+usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+orig_args=("$@")
+while [ $# -gt 0 ]; do
+    case $1 in
+        --tessera) TESSERA=$2; shift 2 ;;
+        --peers) PEERS=$2; shift 2 ;;
+        --seconds) SECONDS_PER_CALL=$2; shift 2 ;;
+        --media-port) MEDIA_PORT=$2; shift 2 ;;
+        --ready-timeout) READY_TIMEOUT=$2; shift 2 ;;
+        --keep-logs) KEEP_LOGS=1; shift ;;
+        -h|--help) usage ;;
+        *) echo "interop: unknown argument $1" >&2; usage ;;
+    esac
+done
+
+# Re-execute inside a loopback-only network namespace (root: unshare -n; otherwise a user
+# namespace maps us to root for that).
+if [ -z "${TESSERA_INTEROP_NETNS:-}" ]; then
+    command -v unshare >/dev/null && command -v ip >/dev/null || {
+        echo "interop: need unshare (util-linux) and ip (iproute2)" >&2
+        echo "interop: 0 passed, 1 failed"; exit 1; }
+    flags=-n; [ "$(id -u)" -eq 0 ] || flags=-rn
+    TESSERA_INTEROP_NETNS=1 exec unshare $flags sh -c 'ip link set lo up && exec "$@"' sh "$0" "${orig_args[@]}"
+    echo "interop: cannot enter a network namespace" >&2
+    echo "interop: 0 passed, 1 failed"; exit 1
+fi
+
+passed=0
+failed=0
+results=()
+pass() { passed=$((passed + 1)); results+=("PASS $1"); echo "interop: PASS $1"; }
+fail() { failed=$((failed + 1)); results+=("FAIL $1${2:+: $2}"); echo "interop: FAIL $1${2:+: $2}"; }
+
+TMP=$(mktemp -d /tmp/tessera-interop.XXXXXX)
+HOST_PID=
+cleanup() {
+    if [ -n "$HOST_PID" ] && kill -0 "$HOST_PID" 2>/dev/null; then
+        kill -KILL -- "-$HOST_PID" 2>/dev/null || kill -KILL "$HOST_PID" 2>/dev/null
+        wait "$HOST_PID" 2>/dev/null
+    fi
+    if [ "$KEEP_LOGS" = 1 ]; then echo "interop: logs kept in $TMP" >&2; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+finish() {
+    echo "interop: summary"
+    for r in "${results[@]}"; do echo "  $r"; done
+    echo "interop: $passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit $?
+}
+
+host_tail() {
+    echo "--- host output (tail) ---"
+    tail -n 40 "$TMP/host.log" 2>/dev/null
+    echo "---"
+}
+
+# --- start the host --------------------------------------------------------------------
+cat >"$TMP/config.json" <<EOF
+{"http": {"listen": "127.0.0.1:0"}, "media": {"listen": "127.0.0.1:$MEDIA_PORT", "announce": ["127.0.0.1"]}}
+EOF
+if [ ! -x "$TESSERA" ]; then
+    fail host "no executable at $TESSERA (build it: swift build)"
+    finish
+fi
+echo "interop: starting $TESSERA serve --config $TMP/config.json (media 127.0.0.1:$MEDIA_PORT)"
+: >"$TMP/host.log"
+# Its own process group (setsid), so that cleanup can kill whatever it started too.
+setsid "$TESSERA" serve --config "$TMP/config.json" >"$TMP/host.log" 2>&1 </dev/null &
+HOST_PID=$!
+BASE=
+deadline=$((SECONDS + READY_TIMEOUT))
+while [ $SECONDS -lt $deadline ]; do
+    BASE=$(sed -n 's#^.*tessera: listening on \(http://[^[:space:]]*\).*$#\1#p' "$TMP/host.log" 2>/dev/null | head -n 1)
+    [ -n "$BASE" ] && break
+    kill -0 "$HOST_PID" 2>/dev/null || break
+    sleep 0.1
+done
+if [ -z "$BASE" ]; then
+    if kill -0 "$HOST_PID" 2>/dev/null; then
+        fail host "no ready line within ${READY_TIMEOUT}s"
+    else
+        wait "$HOST_PID"; fail host "exited with status $? before its ready line"
+    fi
+    host_tail
+    finish
+fi
+BASE=${BASE%/}
+URL="$BASE/v1/echo"
+echo "interop: host ready at $BASE"
+
+# --- peers -----------------------------------------------------------------------------
+# run_peer NAME CMD...: runs one peer test under a timeout, shows its JSON line and failures.
+run_peer() {
+    local name=$1; shift
+    local limit=$((${SECONDS_PER_CALL%.*} + 45))
+    echo "interop: running $name"
+    timeout -k 5 "$limit" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" </dev/null
+    local rc=$?
+    cat "$TMP/$name.out"
+    if [ $rc -eq 0 ]; then
+        grep -v -e '^ALSA lib' -e 'dbus' "$TMP/$name.err" | grep -e 'PASS' -e 'WARN' || true
+        pass "$name"
+    else
+        grep -v -e '^ALSA lib' -e 'dbus' "$TMP/$name.err" | tail -n 40
+        if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then fail "$name" "killed after ${limit}s"; else fail "$name" "exit $rc"; fi
+    fi
+    if ! kill -0 "$HOST_PID" 2>/dev/null; then
+        fail host "died during the $name test"
+        host_tail
+        HOST_PID=
+        finish
+    fi
+}
+
+for peer in $PEERS; do
+    case $peer in
+        aiortc)
+            if ! "$VENV_PY" -c 'import aiortc, numpy' 2>/dev/null; then
+                fail aiortc "no aiortc in $REPO/.venv (run scripts/setup.sh)"; continue
+            fi
+            run_peer aiortc "$VENV_PY" "$HERE/echo_aiortc.py" --url "$URL" --seconds "$SECONDS_PER_CALL" \
+                --tone 440 --color ff00ff --expect-profile SRTP_AEAD_AES_128_GCM ;;
+        chromium)
+            if ! command -v chromium >/dev/null; then
+                fail chromium "chromium is not installed (Debian package chromium)"; continue
+            fi
+            run_peer chromium "$SYS_PY" "$HERE/echo_chromium.py" --url "$URL" --seconds "$SECONDS_PER_CALL" \
+                --tone 660 --expect-cipher AEAD_AES_128_GCM ;;
+        gstreamer)
+            if [ ! -f "$HERE/echo_gstreamer.py" ]; then
+                fail gstreamer "Interop/echo_gstreamer.py is missing"; continue
+            fi
+            if ! "$SYS_PY" -c 'import gi; gi.require_version("Gst", "1.0"); gi.require_version("GstWebRTC", "1.0"); gi.require_version("Nice", "0.1")' 2>/dev/null; then
+                fail gstreamer "GStreamer webrtcbin / python3-gi / gir1.2-nice-0.1 not installed"; continue
+            fi
+            run_peer gstreamer "$SYS_PY" "$HERE/echo_gstreamer.py" --url "$URL" --seconds "$SECONDS_PER_CALL" \
+                --tone 550 --expect-profile SRTP_AES128_CM_SHA1_80 ;;
+        *) fail "$peer" "unknown peer (aiortc, chromium, gstreamer)" ;;
+    esac
+done
+
+# --- stop the host ---------------------------------------------------------------------
+kill -TERM "$HOST_PID" 2>/dev/null
+for _ in $(seq 100); do kill -0 "$HOST_PID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$HOST_PID" 2>/dev/null; then
+    fail host-shutdown "still running 10s after SIGTERM"
+    host_tail
+else
+    wait "$HOST_PID"; rc=$?
+    HOST_PID=
+    if [ $rc -eq 0 ]; then pass host-shutdown; else fail host-shutdown "exit status $rc after SIGTERM"; host_tail; fi
+fi
+finish
