@@ -125,13 +125,9 @@ public final class ConferenceHost: Sendable {
 
     public init(config: HostConfig) throws {
         self.config = config
-        let mediaListen = try SocketAddress(parsing: config.media.listen)
-        guard let mediaAddress = TransportAddress(addressBytes: mediaListen.addressBytes, port: mediaListen.port) else {
-            throw HostConfig.LoadError.unsafe("bad media address \(config.media.listen)")
-        }
-        media = try MediaHost(listen: mediaAddress, announce: config.media.announce)
+        media = try MediaHost(listen: TransportAddress(parsing: config.media.listen), announce: config.media.announce)
         let api = HostAPI(media: media)
-        let listen = try SocketAddress(parsing: config.http.listen)
+        let listen = try TransportAddress(parsing: config.http.listen)
         do {
             http = try HTTPServer(listen: listen, maxBodyBytes: config.http.maxBodyBytes,
                                   connectionLimit: config.http.connectionLimit) { api.handle($0) }

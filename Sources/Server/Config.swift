@@ -1,4 +1,5 @@
 import Foundation
+import Transport
 
 /// The host's configuration, decoded from `Config/tessera.json`. Every field has a default, so
 /// `tessera serve` runs with no file at all, and a file need only name what it changes.
@@ -61,10 +62,10 @@ public struct HostConfig: Sendable, Equatable {
 
     /// Addresses parse, and auth is off only while every listen address is loopback.
     public func validate() throws(LoadError) {
-        let http: SocketAddress, media: SocketAddress
+        let http: TransportAddress, media: TransportAddress
         do {
-            http = try SocketAddress(parsing: self.http.listen)
-            media = try SocketAddress(parsing: self.media.listen)
+            http = try TransportAddress(parsing: self.http.listen)
+            media = try TransportAddress(parsing: self.media.listen)
         } catch { throw .unsafe("bad listen address: \(error)") }
         if (auth.secret ?? "").isEmpty, !(http.isLoopback && media.isLoopback) {
             throw .unsafe("refusing to listen on \(http.isLoopback ? media : http) without auth.secret: "

@@ -1,4 +1,5 @@
 import Foundation
+import Transport
 private import CMicroHTTPD
 
 /// One HTTP request as the API sees it: the whole body is read before the handler runs.
@@ -55,7 +56,7 @@ public final class HTTPServer: @unchecked Sendable {
     public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
 
     public enum StartError: Error, CustomStringConvertible {
-        case cannotListen(SocketAddress)
+        case cannotListen(TransportAddress)
         public var description: String {
             switch self {
             case .cannotListen(let a): "cannot listen on http://\(a) (in use, or not an address of this machine)"
@@ -64,14 +65,14 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Where the server listens, with the port it actually bound (after asking for port 0).
-    public private(set) var address: SocketAddress
+    public private(set) var address: TransportAddress
     // Immutable after init; read from libmicrohttpd's thread.
     fileprivate let handler: Handler
     fileprivate let maxBodyBytes: Int
     private var daemon: OpaquePointer?
     private let stopLock = NSLock()
 
-    public init(listen: SocketAddress, maxBodyBytes: Int, connectionLimit: Int = 256, handler: @escaping Handler) throws(StartError) {
+    public init(listen: TransportAddress, maxBodyBytes: Int, connectionLimit: Int = 256, handler: @escaping Handler) throws(StartError) {
         self.handler = handler
         self.maxBodyBytes = maxBodyBytes
         address = listen
@@ -82,7 +83,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
         guard let started else { throw .cannotListen(listen) }
         daemon = started
-        address = listen.withPort(tessera_mhd_bound_port(started))
+        address.port = tessera_mhd_bound_port(started)
     }
 
     /// Stops listening and waits for libmicrohttpd's thread to end. Safe to call twice.

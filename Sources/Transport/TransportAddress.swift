@@ -3,8 +3,8 @@
 /// (RFC 8445 §5.1.1). Stored as integers in network order, so it is cheap to copy, hash and
 /// compare on the per-packet path; no allocation.
 ///
-/// (Server has its own `SocketAddress` for the config and sockets; Transport cannot import Server,
-/// so the shell converts between the two at the socket boundary.)
+/// (Server adds parsing from config text and conversion to and from `sockaddr` at the socket
+/// boundary.)
 public struct TransportAddress: Sendable, Hashable, CustomStringConvertible {
     /// The IP half of a transport address.
     public enum IP: Sendable, Hashable {
