@@ -6,13 +6,15 @@ import Transport
 /// media hops to the media loop with `MediaHost.runOnLoop`.
 public final class HostAPI: Sendable {
     let media: MediaHost
-    /// Echo sessions by id; touched only on the media loop thread.
+    /// Echo sessions by id, and the rooms; touched only on the media loop thread.
     private let echoes: LoopConfined<[String: EchoSession]>
+    private let rooms: LoopConfined<RoomDirectory>
     static let maxEchoSessions = 64
 
-    init(media: MediaHost) {
+    init(media: MediaHost, limits: HostConfig.Limits) {
         self.media = media
         echoes = LoopConfined([:])
+        rooms = LoopConfined(RoomDirectory(limits: .init(maxRooms: limits.maxRooms, maxParticipantsPerRoom: limits.maxParticipantsPerRoom)))
     }
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
@@ -34,6 +36,16 @@ public final class HostAPI: Sendable {
             return startEcho(request)
         case ("DELETE", 3) where path[..<2] == ["v1", "echo"]:
             return stopEcho(path[2])
+        case ("GET", 2) where path == ["v1", "rooms"]:
+            return listRooms()
+        case ("GET", 3) where path[..<2] == ["v1", "rooms"]:
+            return showRoom(path[2])
+        case ("POST", 4) where path[0] == "v1" && path[1] == "rooms" && path[3] == "participants":
+            return join(room: path[2], request)
+        case ("PATCH", 5) where path[0] == "v1" && path[1] == "rooms" && path[3] == "participants":
+            return patchParticipant(room: path[2], id: path[4], request)
+        case ("DELETE", 5) where path[0] == "v1" && path[1] == "rooms" && path[3] == "participants":
+            return leave(room: path[2], id: path[4])
         default:
             return .error(404, "not found", detail: "\(request.method) \(request.path) is not part of this host's API")
         }
@@ -89,6 +101,115 @@ public final class HostAPI: Sendable {
         return found ? HTTPResponse(status: 204) : .error(404, "not found", detail: "no echo session \(id)")
     }
 
+    /// Room names and identities: 1 to 64 of letters, digits, `-`, `_` and `.`.
+    static func isValidName(_ name: String) -> Bool {
+        (1...64).contains(name.utf8.count) && name.utf8.allSatisfy {
+            (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D || $0 == 0x5F || $0 == 0x2E
+        }
+    }
+
+    /// The contract's join: an SDP offer in, the answer out. What the participant sends is
+    /// received on its transport; it is sent its mix on the audio m-line and the composite on the
+    /// first video m-line.
+    private func join(room: String, _ request: HTTPRequest) -> HTTPResponse {
+        guard Self.isValidName(room) else { return .error(400, "bad room name", detail: "use 1 to 64 of A-Z a-z 0-9 - _ .") }
+        guard let identity = request.query["identity"], Self.isValidName(identity) else {
+            return .error(400, "bad identity", detail: "give ?identity= with 1 to 64 of A-Z a-z 0-9 - _ .")
+        }
+        let name = request.query["name"].map { String($0.prefix(128)) }
+        guard request.contentType == "application/sdp" else {
+            return .error(415, "wrong content type", detail: "send the SDP offer as application/sdp")
+        }
+        // The first audio and the first video section carry the mix and the composite back.
+        var sendingKinds: Set<String> = []
+        let accepted: AcceptedOffer
+        do {
+            accepted = try AcceptedOffer(offer: request.body, host: media, feedback: AcceptedOffer.feedback) { kind in
+                sendingKinds.insert(kind.name).inserted && (kind == .audio || kind == .video)
+            }
+        } catch {
+            return error.response
+        }
+        let media = self.media, rooms = self.rooms
+        let outcome: Result<String, HTTPResponseError>
+        do {
+            outcome = try media.runOnLoop { () -> Result<String, HTTPResponseError> in
+                guard let port = media.port else { return .failure(HTTPResponseError(503, "host stopping", "the host is shutting down")) }
+                if let refusal = rooms.value.refusal(room: room, identity: identity) {
+                    switch refusal {
+                    case .identityPresent: return .failure(HTTPResponseError(409, "identity present", "\(identity) is already in \(room)"))
+                    case .roomFull: return .failure(HTTPResponseError(503, "room full", "\(room) has its limit of participants"))
+                    case .hostFull: return .failure(HTTPResponseError(503, "host full", "the host has its limit of rooms"))
+                    }
+                }
+                let transport: PeerTransport
+                do { transport = try accepted.makeTransport(host: media, now: media.loop.clock.now()) } catch {
+                    return .failure(HTTPResponseError(500, "transport", "\(error)"))
+                }
+                let participant = ParticipantSession(id: UUID().uuidString.lowercased(), identity: identity, name: name, room: room,
+                                                     port: port) { rooms.value.remove($0) }
+                rooms.value.add(participant)
+                participant.attach(transport, localUfrag: accepted.localICE.ufrag)
+                return .success(participant.id)
+            }
+        } catch {
+            return .error(503, "host stopping", detail: "\(error)")
+        }
+        switch outcome {
+        case .success(let id):
+            return HTTPResponse(status: 201, headers: [("Content-Type", "application/sdp"), ("Location", "/v1/rooms/\(room)/participants/\(id)")],
+                                body: accepted.negotiated.answer.serializedBytes())
+        case .failure(let error):
+            return .error(error.status, error.error, detail: error.detail)
+        }
+    }
+
+    /// Trickled candidates are accepted and need nothing: the host is ICE-lite and learns the
+    /// peer's address from its checks (RFC 8838 §4, RFC 8445 §2.5).
+    private func patchParticipant(room: String, id: String, _ request: HTTPRequest) -> HTTPResponse {
+        guard participantExists(room: room, id: id) else {
+            return .error(404, "not found", detail: "no participant \(id) in room \(room)")
+        }
+        switch request.contentType {
+        case "application/trickle-ice-sdpfrag":
+            return HTTPResponse(status: 204)
+        case "application/json":
+            return .error(501, "not implemented", detail: "hear and muted come with the conference (mixing) layer")
+        default:
+            return .error(415, "wrong content type", detail: "send application/trickle-ice-sdpfrag or application/json")
+        }
+    }
+
+    private func participantExists(room: String, id: String) -> Bool {
+        let rooms = self.rooms
+        return (try? media.runOnLoop { rooms.value.participant(room: room, id: id) != nil }) ?? false
+    }
+
+    private func leave(room: String, id: String) -> HTTPResponse {
+        let rooms = self.rooms
+        let found = (try? media.runOnLoop { () -> Bool in
+            guard let participant = rooms.value.participant(room: room, id: id) else { return false }
+            participant.end()
+            return true
+        }) ?? false
+        return found ? HTTPResponse(status: 204) : .error(404, "not found", detail: "no participant \(id) in room \(room)")
+    }
+
+    private func listRooms() -> HTTPResponse {
+        struct Room: Encodable { let name: String; let participants: Int }
+        let rooms = self.rooms
+        let list = (try? media.runOnLoop { rooms.value.rooms.map { Room(name: $0.key, participants: $0.value.count) } }) ?? []
+        return .json(200, ["rooms": list.sorted { $0.name < $1.name }])
+    }
+
+    private func showRoom(_ name: String) -> HTTPResponse {
+        struct Room: Encodable { let name: String; let participants: [ParticipantSummary] }
+        let rooms = self.rooms
+        let members = (try? media.runOnLoop { rooms.value.rooms[name]?.values.map(\.summary) }) ?? nil
+        guard let members else { return .error(404, "not found", detail: "no room \(name)") }
+        return .json(200, Room(name: name, participants: members.sorted { $0.identity < $1.identity }))
+    }
+
     private func corsPreflight() -> HTTPResponse {
         HTTPResponse(status: 204, headers: [
             ("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS"),
@@ -126,7 +247,7 @@ public final class ConferenceHost: Sendable {
     public init(config: HostConfig) throws {
         self.config = config
         media = try MediaHost(listen: TransportAddress(parsing: config.media.listen), announce: config.media.announce)
-        let api = HostAPI(media: media)
+        let api = HostAPI(media: media, limits: config.limits)
         let listen = try TransportAddress(parsing: config.http.listen)
         do {
             http = try HTTPServer(listen: listen, maxBodyBytes: config.http.maxBodyBytes,

@@ -25,9 +25,16 @@ public struct HostConfig: Sendable, Equatable {
         public init() {}
     }
 
+    public struct Limits: Sendable, Equatable {
+        public var maxRooms = 100
+        public var maxParticipantsPerRoom = 50
+        public init() {}
+    }
+
     public var http = HTTP()
     public var media = Media()
     public var auth = Auth()
+    public var limits = Limits()
 
     public init() {}
 
@@ -72,6 +79,7 @@ public struct HostConfig: Sendable, Equatable {
                 + "set auth.secret in the config, or listen on 127.0.0.1 only")
         }
         if self.http.maxBodyBytes < 1024 { throw .unsafe("http.maxBodyBytes must be at least 1024") }
+        if limits.maxRooms < 1 || limits.maxParticipantsPerRoom < 1 { throw .unsafe("limits must be at least 1") }
     }
 
     private static func describe(_ error: Error) -> String {
@@ -88,12 +96,13 @@ public struct HostConfig: Sendable, Equatable {
 
 // Decoding keeps the default of every field the file leaves out.
 extension HostConfig: Codable {
-    enum CodingKeys: String, CodingKey { case http, media, auth }
+    enum CodingKeys: String, CodingKey { case http, media, auth, limits }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         http = try c.decodeIfPresent(HTTP.self, forKey: .http) ?? HTTP()
         media = try c.decodeIfPresent(Media.self, forKey: .media) ?? Media()
         auth = try c.decodeIfPresent(Auth.self, forKey: .auth) ?? Auth()
+        limits = try c.decodeIfPresent(Limits.self, forKey: .limits) ?? Limits()
     }
 }
 extension HostConfig.HTTP: Codable {
@@ -118,5 +127,13 @@ extension HostConfig.Auth: Codable {
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         secret = try c.decodeIfPresent(String.self, forKey: .secret)
+    }
+}
+extension HostConfig.Limits: Codable {
+    enum CodingKeys: String, CodingKey { case maxRooms, maxParticipantsPerRoom }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        maxRooms = try c.decodeIfPresent(Int.self, forKey: .maxRooms) ?? maxRooms
+        maxParticipantsPerRoom = try c.decodeIfPresent(Int.self, forKey: .maxParticipantsPerRoom) ?? maxParticipantsPerRoom
     }
 }

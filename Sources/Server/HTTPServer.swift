@@ -42,10 +42,14 @@ public struct HTTPResponse: Sendable {
 
     /// The contract's error shape: `{"error": "...", "detail": "..."}`.
     public static func error(_ status: Int, _ error: String, detail: String) -> HTTPResponse {
-        struct Body: Encodable { let error: String; let detail: String }
+        json(status, ["error": error, "detail": detail])
+    }
+
+    /// A JSON body with sorted keys.
+    public static func json<Body: Encodable>(_ status: Int, _ body: Body) -> HTTPResponse {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(Body(error: error, detail: detail))) ?? Data("{}".utf8)
+        let data = (try? encoder.encode(body)) ?? Data(#"{"error": "internal", "detail": "could not encode the answer"}"#.utf8)
         return HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: Array(data))
     }
 }
