@@ -90,13 +90,14 @@ public final class EventLoop: @unchecked Sendable {
         var events = [epoll_event](repeating: epoll_event(), count: 64)
         while !lock.withLock({ stopping }) {
             let ready = epoll_wait(epoll, &events, Int32(events.count), waitMilliseconds())
+            // Overdue deadlines first: work sent from other threads then sees their effects.
+            runDueTimers()
             if ready > 0 {
                 for event in events[..<Int(ready)] {
                     let fd = withUnsafePointer(to: event) { tessera_epoll_data_fd($0) }
                     if fd == wakeup { runInjected() } else { readHandlers[fd]?() }
                 }
             }
-            runDueTimers()
         }
     }
 
