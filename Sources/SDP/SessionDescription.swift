@@ -265,37 +265,34 @@ public struct MediaDescription: Sendable, Equatable {
     public var candidates: [Candidate] { attributes.compactMap { if case .candidate(let c) = $0.typed { c } else { nil } } }
 
     /// `a=fingerprint` lines.
-    public var fingerprints: [Fingerprint] { attributes.compactMap { if case .fingerprint(let f) = $0.typed { f } else { nil } } }
-
+    public var fingerprints: [Fingerprint] { attributes.fingerprints }
     /// `a=setup`.
-    public var setupRole: SetupRole? { attributes.lazy.compactMap { if case .setup(let role) = $0.typed { role } else { nil } }.first }
-
+    public var setupRole: SetupRole? { attributes.setupRole }
     /// `a=ice-ufrag`.
-    public var iceUsernameFragment: String? {
-        attributes.lazy.compactMap { if case .iceUsernameFragment(let ufrag) = $0.typed { ufrag } else { nil } }.first
-    }
-
+    public var iceUsernameFragment: String? { attributes.iceUsernameFragment }
     /// `a=ice-pwd`.
-    public var icePassword: String? {
-        attributes.lazy.compactMap { if case .icePassword(let pwd) = $0.typed { pwd } else { nil } }.first
-    }
+    public var icePassword: String? { attributes.icePassword }
 }
 
 extension SessionDescription {
     /// Session-level `a=fingerprint` lines (Firefox writes them there).
-    public var fingerprints: [Fingerprint] { attributes.compactMap { if case .fingerprint(let f) = $0.typed { f } else { nil } } }
+    public var fingerprints: [Fingerprint] { attributes.fingerprints }
     /// Session-level `a=setup`.
-    public var setupRole: SetupRole? { attributes.lazy.compactMap { if case .setup(let role) = $0.typed { role } else { nil } }.first }
+    public var setupRole: SetupRole? { attributes.setupRole }
     /// Session-level `a=ice-ufrag`.
-    public var iceUsernameFragment: String? {
-        attributes.lazy.compactMap { if case .iceUsernameFragment(let ufrag) = $0.typed { ufrag } else { nil } }.first
-    }
+    public var iceUsernameFragment: String? { attributes.iceUsernameFragment }
     /// Session-level `a=ice-pwd`.
-    public var icePassword: String? {
-        attributes.lazy.compactMap { if case .icePassword(let pwd) = $0.typed { pwd } else { nil } }.first
-    }
+    public var icePassword: String? { attributes.icePassword }
     /// Session-level direction (Firefox writes `a=sendrecv` there), if any.
     public var direction: Direction? { attributes.lazy.compactMap { if case .direction(let d) = $0.typed { d } else { nil } }.first }
     /// Session-level `a=extmap` lines (RFC 8285 §8 allows them for every section).
     public var extensionMaps: [ExtensionMap] { attributes.compactMap { if case .extmap(let map) = $0.typed { map } else { nil } } }
+}
+
+/// The transport attributes, read the same way at session and at media level.
+extension [Attribute] {
+    var fingerprints: [Fingerprint] { compactMap { if case .fingerprint(let f) = $0.typed { f } else { nil } } }
+    var setupRole: SetupRole? { lazy.compactMap { if case .setup(let role) = $0.typed { role } else { nil } }.first }
+    var iceUsernameFragment: String? { lazy.compactMap { if case .iceUsernameFragment(let ufrag) = $0.typed { ufrag } else { nil } }.first }
+    var icePassword: String? { lazy.compactMap { if case .icePassword(let pwd) = $0.typed { pwd } else { nil } }.first }
 }
