@@ -19,7 +19,7 @@ func runBenchmarks(_ arguments: ArraySlice<String>) {
     #if DEBUG
     print("bench: this is a debug build; use `swift run -c release tessera bench` for real figures")
     #endif
-    print("benchmark     what is measured                                        median        (min .. max)")
+    print("benchmark     what is measured" + String(repeating: " ", count: 46) + "median        (min .. max)")
     for (name, run) in all where wanted.contains(name) {
         do {
             let result = try run()
@@ -41,7 +41,7 @@ struct Measurement {
         func format(_ value: Double) -> String {
             value >= 1_000_000 ? String(format: "%.2f M", value / 1_000_000) : String(format: "%.0f k", value / 1_000)
         }
-        return name.padding(toLength: 14, withPad: " ", startingAt: 0) + what.padding(toLength: 56, withPad: " ", startingAt: 0)
+        return name.padding(toLength: 14, withPad: " ", startingAt: 0) + what.padding(toLength: 62, withPad: " ", startingAt: 0)
             + "\(format(sorted[sorted.count / 2]))\(unit)".padding(toLength: 14, withPad: " ", startingAt: 0)
             + "(\(format(sorted[0])) .. \(format(sorted[sorted.count - 1])))"
     }

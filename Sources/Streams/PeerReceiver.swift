@@ -1,0 +1,147 @@
+import RTP
+import Wire
+
+/// Everything the host receives from one peer over one transport: a receive stream per media
+/// source (statistics, NACK, RTX unwrap, keyframe requests) and the RTCP the host owes that peer
+/// in return: feedback as soon as it is due (RFC 4585 §3.5) and regular receiver reports at the
+/// RFC 3550 §6.2 interval, each in a compound packet with the CNAME.
+///
+/// Sans-IO: feed `receive`/`receiveRTCP` with `now`; after each, and at `nextTimeout`, send what
+/// `pollRTCP(now:)` returns.
+public struct PeerReceiver: Sendable {
+    /// A source the peer sends: its media SSRC, clock and repair.
+    public struct Source: Sendable, Equatable {
+        public var mediaSSRC: SSRC
+        public var clockRate: UInt32
+        public var isVideo: Bool
+        public var rtx: RTXConfiguration?
+        /// Whether `nack` was negotiated for it.
+        public var nack: Bool
+
+        public init(mediaSSRC: SSRC, clockRate: UInt32, isVideo: Bool, rtx: RTXConfiguration? = nil, nack: Bool) {
+            self.mediaSSRC = mediaSSRC
+            self.clockRate = clockRate
+            self.isVideo = isVideo
+            self.rtx = rtx
+            self.nack = nack
+        }
+    }
+
+    /// What became of a received packet.
+    public enum Reception: Sendable, Equatable {
+        /// New media (an RTX packet arrives here unwrapped): pass it on.
+        case media(RTPPacket)
+        /// A duplicate, a packet in probation, or an RTX packet carrying nothing.
+        case dropped
+        /// No source has this SSRC: the caller may add one and try again.
+        case unknownSource
+    }
+
+    /// The SSRC the host reports and requests from.
+    public let localSSRC: SSRC
+    private let builder: RTCPCompoundBuilder
+    private var scheduler: RTCPScheduler
+    private var streams: [RTPReceiveStream] = []
+    /// RTX SSRC → index of its media stream.
+    private var rtxIndex: [SSRC: Int] = [:]
+    private var pending: [[RTCPPacket]] = []
+
+    /// Reports go out at least every `minimumReportInterval` (about; randomized per RFC 3550 §6.3.1).
+    public init(localSSRC: SSRC, cname: String, reducedSize: Bool, minimumReportInterval: Duration = .seconds(1),
+                seed: UInt64, now: Instant) {
+        self.localSSRC = localSSRC
+        builder = RTCPCompoundBuilder(cname: cname, reducedSize: reducedSize)
+        scheduler = RTCPScheduler(configuration: .init(minimumInterval: minimumReportInterval, sessionBandwidth: 2_000_000),
+                                  seed: seed, now: now)
+        scheduler.weSent = false
+    }
+
+    public var sources: [Source] {
+        streams.map {
+            Source(mediaSSRC: $0.configuration.mediaSSRC, clockRate: $0.configuration.clockRate,
+                   isVideo: $0.configuration.keyFrameRequestMethod != nil, rtx: $0.configuration.rtx, nack: $0.nack != nil)
+        }
+    }
+
+    /// Starts receiving `source`. A source already known is left as it is.
+    public mutating func add(_ source: Source) {
+        guard !streams.contains(where: { $0.configuration.mediaSSRC == source.mediaSSRC }) else { return }
+        var configuration = RTPReceiveStream.Configuration(localSSRC: localSSRC, mediaSSRC: source.mediaSSRC,
+                                                           clockRate: source.clockRate, isVideo: source.isVideo, rtx: source.rtx)
+        if !source.nack { configuration.nack = nil }
+        // The SSRC comes from signalling or from a packet the transport authenticated: no probation.
+        configuration.minimumSequential = 1
+        streams.append(RTPReceiveStream(configuration: configuration))
+        if let rtx = source.rtx { rtxIndex[rtx.ssrc] = streams.count - 1 }
+        scheduler.members = streams.count + 1
+    }
+
+    /// Takes an RTP packet from the peer.
+    public mutating func receive(_ packet: RTPPacket, now: Instant) -> Reception {
+        if let index = streams.firstIndex(where: { $0.configuration.mediaSSRC == packet.ssrc }) {
+            return streams[index].receive(packet, now: now).isNew ? .media(packet) : .dropped
+        }
+        guard let index = rtxIndex[packet.ssrc] else { return .unknownSource }
+        guard let (media, arrival) = streams[index].receiveRetransmission(packet, now: now), arrival.isNew else { return .dropped }
+        return .media(media)
+    }
+
+    /// Takes the peer's RTCP: its sender reports time our reports' LSR/DLSR (RFC 3550 §6.4.1).
+    public mutating func receiveRTCP(_ packets: [RTCPPacket], now: Instant) {
+        for case .senderReport(let report) in packets {
+            guard let index = streams.firstIndex(where: { $0.configuration.mediaSSRC == report.ssrc }) else { continue }
+            streams[index].receivedSenderReport(report, now: now)
+        }
+    }
+
+    /// A keyframe is needed from the source (a decoder lost its reference): PLI until one comes.
+    public mutating func requestKeyFrame(ssrc: SSRC, now: Instant) {
+        guard let index = streams.firstIndex(where: { $0.configuration.mediaSSRC == ssrc }) else { return }
+        streams[index].requestKeyFrame(now: now)
+    }
+
+    /// A keyframe arrived from the source.
+    public mutating func keyFrameReceived(ssrc: SSRC) {
+        guard let index = streams.firstIndex(where: { $0.configuration.mediaSSRC == ssrc }) else { return }
+        streams[index].keyFrameReceived()
+    }
+
+    /// The compound packets to send now, serialized: feedback that is due, and the regular report
+    /// when due.
+    public mutating func pollRTCP(now: Instant) -> [[UInt8]] {
+        var feedback: [RTCPPacket] = []
+        for index in streams.indices { feedback += streams[index].pollFeedback(now: now) }
+        if scheduler.isDue(now: now) {
+            var reports: [ReceptionReport] = []
+            for index in streams.indices {
+                if let report = streams[index].makeReceptionReport(now: now) { reports.append(report) }
+            }
+            let compound = builder.report(localSSRC: localSSRC, senderReport: nil, reports: reports, feedback: feedback)
+            guard let bytes = try? RTCPPacket.serializeCompound(compound) else { return [] }
+            scheduler.reportSent(size: bytes.count, now: now)
+            return [bytes]
+        }
+        guard !feedback.isEmpty, let bytes = try? RTCPPacket.serializeCompound(builder.feedback(localSSRC: localSSRC, feedback)) else {
+            return []
+        }
+        return [bytes]
+    }
+
+    /// When `pollRTCP` next has something to send.
+    public var nextTimeout: Instant? {
+        ([scheduler.nextReportAt] + streams.compactMap(\.nextTimeout)).min()
+    }
+
+    /// Reception statistics of each source, for metrics.
+    public var statistics: [RTPReceiveStatistics] { streams.map(\.statistics) }
+}
+
+extension RTPArrival {
+    /// Whether the packet is new media to pass on.
+    var isNew: Bool {
+        switch self {
+        case .accepted, .restarted: true
+        case .duplicate, .probation, .discontinuity: false
+        }
+    }
+}
