@@ -147,7 +147,7 @@ public final class HostAPI: Sendable {
                     return .failure(HTTPResponseError(500, "transport", "\(error)"))
                 }
                 let participant = ParticipantSession(id: UUID().uuidString.lowercased(), identity: identity, name: name, room: room,
-                                                     port: port) { rooms.value.remove($0) }
+                                                     negotiated: accepted.negotiated, port: port) { rooms.value.remove($0) }
                 rooms.value.add(participant)
                 participant.attach(transport, localUfrag: accepted.localICE.ufrag)
                 return .success(participant.id)

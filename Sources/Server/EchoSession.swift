@@ -11,22 +11,11 @@ import Wire
 /// forwarded to it; what the peer retransmits (RTX unwrapped) is echoed again. Lives on the
 /// media loop thread.
 final class EchoSession: PeerEventSink {
-    /// One m= line: what the peer sends on it and what the host sends back.
-    struct EchoedSection {
-        let mid: String
-        let codecPayloadType: PayloadType
-        let peerRTXPayloadType: PayloadType?
-        let hostSSRC: SSRC
-        let cname: String
-        var peerSSRC: SSRC?
-        var peerRTXSSRC: SSRC?
-    }
-
     let id: String
     private let port: MediaPort
     private var peerID: MediaPort.PeerID?
-    private var sections: [EchoedSection]
-    private let extensions: HeaderExtensionMap
+    private var inbound: InboundSections
+    private let rtcp: RTCPCompoundBuilder
     private let onEnd: (String) -> Void
     private(set) var packetsEchoed = 0
 
@@ -34,22 +23,8 @@ final class EchoSession: PeerEventSink {
         self.id = id
         self.port = port
         self.onEnd = onEnd
-        var map = HeaderExtensionMap()
-        for media in negotiated.media {
-            for ext in media.headerExtensions where ext.id <= 255 {
-                map.set(HeaderExtensionURI(rawValue: ext.uri), id: UInt8(ext.id))
-            }
-        }
-        extensions = map
-        sections = negotiated.media.compactMap { media in
-            guard let sender = media.hostSender else { return nil }
-            let rtx = media.peerSSRCs.first.flatMap { media.peerRTXSSRCs[$0] }
-            return EchoedSection(mid: media.mid, codecPayloadType: PayloadType(rawValue: media.codec.payloadType),
-                                 peerRTXPayloadType: media.codec.rtxPayloadType.map { PayloadType(rawValue: $0) },
-                                 hostSSRC: SSRC(rawValue: sender.ssrc), cname: sender.cname,
-                                 peerSSRC: media.peerSSRCs.first.map { SSRC(rawValue: $0) },
-                                 peerRTXSSRC: rtx.map { SSRC(rawValue: $0) })
-        }
+        inbound = InboundSections(negotiated)
+        rtcp = RTCPCompoundBuilder(cname: negotiated.media.compactMap(\.hostSender).first?.cname ?? "tessera")
     }
 
     func attach(_ transport: PeerTransport, localUfrag: String) {
@@ -72,36 +47,20 @@ final class EchoSession: PeerEventSink {
         }
     }
 
-    /// Which section a packet belongs to, and whether it is a retransmission; learns SSRCs the
-    /// offer did not signal from the mid extension or the payload type.
-    private func section(for packet: RTPPacket) -> (index: Int, isRTX: Bool)? {
-        if let index = sections.firstIndex(where: { $0.peerSSRC == packet.ssrc }) { return (index, false) }
-        if let index = sections.firstIndex(where: { $0.peerRTXSSRC == packet.ssrc }) { return (index, true) }
-        let byMid = (try? packet.headerExtension(MediaIdentification.self, in: extensions))?.flatMap { mid in
-            sections.firstIndex { $0.mid == mid.value }
-        }
-        let byPayloadType = sections.firstIndex {
-            $0.codecPayloadType == packet.payloadType || $0.peerRTXPayloadType == packet.payloadType
-        }
-        guard let index = byMid ?? byPayloadType else { return nil }
-        let isRTX = sections[index].peerRTXPayloadType == packet.payloadType
-        if isRTX { sections[index].peerRTXSSRC = packet.ssrc } else { sections[index].peerSSRC = packet.ssrc }
-        return (index, isRTX)
-    }
-
     private func echo(_ bytes: [UInt8]) {
-        guard let peerID, var packet = try? RTPPacket.parse(bytes), let (index, isRTX) = section(for: packet) else { return }
-        let echoed = sections[index]
+        guard let peerID, var packet = try? RTPPacket.parse(bytes), let (index, isRTX) = inbound.classify(packet),
+              let sender = inbound[index].hostSender else { return }
+        let section = inbound[index]
         if isRTX {
-            guard let mediaSSRC = echoed.peerSSRC, let rtxPayloadType = echoed.peerRTXPayloadType,
+            guard let mediaSSRC = section.mediaSSRC, let rtxPayloadType = section.rtxPayloadType,
                   let original = try? RTXPacket.unwrap(packet, configuration: RTXConfiguration(
-                      ssrc: packet.ssrc, payloadType: rtxPayloadType, associatedPayloadType: echoed.codecPayloadType),
+                      ssrc: packet.ssrc, payloadType: rtxPayloadType, associatedPayloadType: section.codecPayloadType),
                       mediaSSRC: mediaSSRC) else { return }  // padding-only probes carry nothing to echo
             packet = original
         }
-        packet.ssrc = echoed.hostSSRC
+        packet.ssrc = SSRC(rawValue: sender.ssrc)
         // The peer's transport-wide sequence numbers and send times describe its own sending.
-        let midID = extensions.midID
+        let midID = inbound.extensions.midID
         packet.extensions.removeAll { $0.id != midID }
         guard let out = try? packet.serialized() else { return }
         if port.sendRTP(out, to: peerID) { packetsEchoed += 1 }
@@ -114,38 +73,38 @@ final class EchoSession: PeerEventSink {
         for packet in packets {
             switch packet {
             case .nack(let nack):
-                guard let section = sections.first(where: { $0.hostSSRC == nack.mediaSSRC }), let peerSSRC = section.peerSSRC else { continue }
-                send([.nack(GenericNACK(senderSSRC: section.hostSSRC, mediaSSRC: peerSSRC, pairs: nack.pairs))], as: section, to: peerID)
+                guard let (host, peer) = echoedPair(hostSSRC: nack.mediaSSRC) else { continue }
+                send([.nack(GenericNACK(senderSSRC: host, mediaSSRC: peer, pairs: nack.pairs))], from: host, to: peerID)
             case .pictureLossIndication(let pli):
-                guard let section = sections.first(where: { $0.hostSSRC == pli.mediaSSRC }), let peerSSRC = section.peerSSRC else { continue }
-                send([.pictureLossIndication(PictureLossIndication(senderSSRC: section.hostSSRC, mediaSSRC: peerSSRC))], as: section, to: peerID)
+                guard let (host, peer) = echoedPair(hostSSRC: pli.mediaSSRC) else { continue }
+                send([.pictureLossIndication(PictureLossIndication(senderSSRC: host, mediaSSRC: peer))], from: host, to: peerID)
             case .fullIntraRequest(let fir):
                 for entry in fir.entries {
-                    guard let section = sections.first(where: { $0.hostSSRC == entry.ssrc }), let peerSSRC = section.peerSSRC else { continue }
-                    send([.pictureLossIndication(PictureLossIndication(senderSSRC: section.hostSSRC, mediaSSRC: peerSSRC))], as: section, to: peerID)
+                    guard let (host, peer) = echoedPair(hostSSRC: entry.ssrc) else { continue }
+                    send([.pictureLossIndication(PictureLossIndication(senderSSRC: host, mediaSSRC: peer))], from: host, to: peerID)
                 }
             case .senderReport(let report):
-                guard let section = sections.first(where: { $0.peerSSRC == report.ssrc }) else { continue }
+                guard let section = inbound.sections.first(where: { $0.mediaSSRC == report.ssrc }),
+                      let sender = section.hostSender else { continue }
                 var echoed = report
-                echoed.ssrc = section.hostSSRC
-                echoed.reports = []
-                port.sendRTCP((try? RTCPPacket.serializeCompound([
-                    .senderReport(echoed),
-                    .sourceDescription(SourceDescription(chunks: [SDESChunk(source: section.hostSSRC, cname: section.cname)])),
-                ])) ?? [], to: peerID)
+                echoed.ssrc = SSRC(rawValue: sender.ssrc)
+                if let compound = try? RTCPPacket.serializeCompound(rtcp.report(localSSRC: echoed.ssrc, senderReport: echoed, reports: [])) {
+                    port.sendRTCP(compound, to: peerID)
+                }
             default:
                 continue
             }
         }
     }
 
-    /// Feedback in a compound packet that starts with an empty receiver report and carries the
-    /// CNAME (RFC 3550 §6.1), for peers that did not negotiate reduced-size RTCP.
-    private func send(_ feedback: [RTCPPacket], as section: EchoedSection, to peerID: MediaPort.PeerID) {
-        guard let compound = try? RTCPPacket.serializeCompound(
-            [.receiverReport(ReceiverReport(ssrc: section.hostSSRC)),
-             .sourceDescription(SourceDescription(chunks: [SDESChunk(source: section.hostSSRC, cname: section.cname)]))]
-                + feedback) else { return }
+    /// The host's SSRC of an echo and the peer's SSRC it echoes.
+    private func echoedPair(hostSSRC: SSRC) -> (host: SSRC, peer: SSRC)? {
+        guard let section = inbound.section(sendingHostSSRC: hostSSRC), let peer = section.mediaSSRC else { return nil }
+        return (hostSSRC, peer)
+    }
+
+    private func send(_ feedback: [RTCPPacket], from host: SSRC, to peerID: MediaPort.PeerID) {
+        guard let compound = try? RTCPPacket.serializeCompound(rtcp.feedback(localSSRC: host, feedback)) else { return }
         port.sendRTCP(compound, to: peerID)
     }
 }

@@ -1,29 +1,47 @@
 import Foundation
 import RTP
 import SDP
+import Streams
 import Transport
+import Wire
 
 /// A participant's connection as the host sees it before any mixing: its transport on the media
-/// port and what has arrived from it. Lives on the media loop thread.
+/// port, and its receive side: every source it sends is tracked (loss, jitter), lost packets are
+/// NACKed and recovered (RTX unwrapped), keyframes are asked for, and receiver reports go back at
+/// the RFC 3550 interval. Lives on the media loop thread.
 final class ParticipantSession: PeerEventSink {
     let id: String
     let identity: String
     let name: String?
     let room: String
     private(set) var state = "connecting"
+    /// New media packets from the participant (duplicates and RTX padding not counted).
     private(set) var packetsReceived = 0
     private(set) var bytesReceived = 0
     private let port: MediaPort
     private var peerID: MediaPort.PeerID?
+    private var inbound: InboundSections
+    private var receiver: PeerReceiver
+    private var timer: EventLoop.TimerToken?
+    private var timerDeadline: Instant?
     private let onEnd: (ParticipantSession) -> Void
 
-    init(id: String, identity: String, name: String?, room: String, port: MediaPort, onEnd: @escaping (ParticipantSession) -> Void) {
+    init(id: String, identity: String, name: String?, room: String, negotiated: NegotiatedSession, port: MediaPort,
+         onEnd: @escaping (ParticipantSession) -> Void) {
         self.id = id
         self.identity = identity
         self.name = name
         self.room = room
         self.port = port
         self.onEnd = onEnd
+        inbound = InboundSections(negotiated)
+        let sender = negotiated.media.compactMap(\.hostSender).first
+        receiver = PeerReceiver(localSSRC: SSRC(rawValue: sender?.ssrc ?? UInt32.random(in: 1...UInt32.max)),
+                                cname: sender?.cname ?? "tessera", reducedSize: negotiated.media.allSatisfy(\.reducedSizeRTCP),
+                                seed: UInt64.random(in: 0...UInt64.max), now: port.loop.clock.now())
+        for section in inbound.sections {
+            if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc)) }
+        }
     }
 
     func attach(_ transport: PeerTransport, localUfrag: String) {
@@ -35,19 +53,62 @@ final class ParticipantSession: PeerEventSink {
         guard let peerID else { return }
         self.peerID = nil
         state = "left"
+        if let timer { port.loop.cancel(timer) }
         port.remove(peerID)
         onEnd(self)
     }
 
     func peer(_ peer: MediaPort.PeerID, didEmit event: PeerTransport.Event) {
+        let now = port.loop.clock.now()
         switch event {
         case .iceConnected: state = "connected"
         case .secure: state = "secure"
-        case .rtp(let bytes), .rtcp(let bytes):
-            packetsReceived += 1
-            bytesReceived += bytes.count
-        case .failed: end()
+        case .rtp(let bytes): receive(bytes, now: now)
+        case .rtcp(let bytes):
+            guard let packets = try? RTCPPacket.parseCompound(bytes) else { return }
+            receiver.receiveRTCP(packets, now: now)
+        case .failed:
+            end()
+            return
         }
+        if state == "secure" { serviceRTCP(now: now) }
+    }
+
+    private func receive(_ bytes: [UInt8], now: Instant) {
+        guard let packet = try? RTPPacket.parse(bytes), let (index, _) = inbound.classify(packet) else { return }
+        // A source learned from this packet (or its RTX stream) joins the receiver.
+        let section = inbound[index]
+        if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc)) }
+        if case .media(let media) = receiver.receive(packet, now: now) {
+            packetsReceived += 1
+            bytesReceived += media.payload.count
+        }
+    }
+
+    /// Sends the RTCP that is due and sets the timer for the next.
+    private func serviceRTCP(now: Instant) {
+        guard let peerID else { return }
+        for compound in receiver.pollRTCP(now: now) { port.sendRTCP(compound, to: peerID) }
+        port.flush()
+        guard let next = receiver.nextTimeout else { return }
+        if let timerDeadline, timerDeadline <= next, timerDeadline > now { return }
+        if let timer { port.loop.cancel(timer) }
+        timerDeadline = next
+        timer = port.loop.schedule(at: next) { [weak self] in
+            guard let self else { return }
+            self.timer = nil
+            self.timerDeadline = nil
+            self.serviceRTCP(now: self.port.loop.clock.now())
+        }
+    }
+
+    private static func source(_ section: InboundSections.Section, ssrc: SSRC) -> PeerReceiver.Source {
+        var rtx: RTXConfiguration?
+        if let rtxSSRC = section.rtxSSRC, let rtxPayloadType = section.rtxPayloadType {
+            rtx = RTXConfiguration(ssrc: rtxSSRC, payloadType: rtxPayloadType, associatedPayloadType: section.codecPayloadType)
+        }
+        return PeerReceiver.Source(mediaSSRC: ssrc, clockRate: section.clockRate, isVideo: section.isVideo, rtx: rtx,
+                                   nack: section.nack)
     }
 
     var summary: ParticipantSummary {

@@ -42,8 +42,9 @@ public struct PeerReceiver: Sendable {
     private let builder: RTCPCompoundBuilder
     private var scheduler: RTCPScheduler
     private var streams: [RTPReceiveStream] = []
-    /// RTX SSRC → index of its media stream.
-    private var rtxIndex: [SSRC: Int] = [:]
+    /// RTX SSRC → its configuration and the index of its media stream (an RTX stream may become
+    /// known after its media stream, from its first packet).
+    private var retransmissions: [SSRC: (configuration: RTXConfiguration, index: Int)] = [:]
     private var pending: [[RTCPPacket]] = []
 
     /// Reports go out at least every `minimumReportInterval` (about; randomized per RFC 3550 §6.3.1).
@@ -63,16 +64,20 @@ public struct PeerReceiver: Sendable {
         }
     }
 
-    /// Starts receiving `source`. A source already known is left as it is.
+    /// Starts receiving `source`. For a source already known only a newly learned RTX stream is
+    /// taken.
     public mutating func add(_ source: Source) {
-        guard !streams.contains(where: { $0.configuration.mediaSSRC == source.mediaSSRC }) else { return }
+        if let index = streams.firstIndex(where: { $0.configuration.mediaSSRC == source.mediaSSRC }) {
+            if let rtx = source.rtx, retransmissions[rtx.ssrc] == nil { retransmissions[rtx.ssrc] = (rtx, index) }
+            return
+        }
         var configuration = RTPReceiveStream.Configuration(localSSRC: localSSRC, mediaSSRC: source.mediaSSRC,
                                                            clockRate: source.clockRate, isVideo: source.isVideo, rtx: source.rtx)
         if !source.nack { configuration.nack = nil }
         // The SSRC comes from signalling or from a packet the transport authenticated: no probation.
         configuration.minimumSequential = 1
         streams.append(RTPReceiveStream(configuration: configuration))
-        if let rtx = source.rtx { rtxIndex[rtx.ssrc] = streams.count - 1 }
+        if let rtx = source.rtx { retransmissions[rtx.ssrc] = (rtx, streams.count - 1) }
         scheduler.members = streams.count + 1
     }
 
@@ -81,9 +86,14 @@ public struct PeerReceiver: Sendable {
         if let index = streams.firstIndex(where: { $0.configuration.mediaSSRC == packet.ssrc }) {
             return streams[index].receive(packet, now: now).isNew ? .media(packet) : .dropped
         }
-        guard let index = rtxIndex[packet.ssrc] else { return .unknownSource }
-        guard let (media, arrival) = streams[index].receiveRetransmission(packet, now: now), arrival.isNew else { return .dropped }
-        return .media(media)
+        guard let (rtx, index) = retransmissions[packet.ssrc] else { return .unknownSource }
+        // RFC 4588 §4: the OSN is the media sequence number; padding-only probes carry none.
+        guard let media = try? RTXPacket.unwrap(packet, configuration: rtx, mediaSSRC: streams[index].configuration.mediaSSRC) else {
+            return .dropped
+        }
+        let arrival = streams[index].receive(sequenceNumber: media.sequenceNumber, timestamp: media.timestamp,
+                                             payloadSize: media.payload.count, now: now, isRetransmission: true)
+        return arrival.isNew ? .media(media) : .dropped
     }
 
     /// Takes the peer's RTCP: its sender reports time our reports' LSR/DLSR (RFC 3550 §6.4.1).

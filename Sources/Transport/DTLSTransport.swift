@@ -38,10 +38,10 @@ public final class DTLSContext: @unchecked Sendable {
               tessera_SSL_CTX_set1_groups_list(context, "X25519:P-256:P-384") == 1,
               SSL_CTX_set_tlsext_use_srtp(context, profileList) == 0  // 0 is success here
         else { throw .fromQueue("DTLS context setup") }
-        // Peers present self-signed certificates: accept any here, then check the fingerprint
-        // from the SDP once the handshake is done (RFC 8827 §6.5). Asking for the certificate
-        // makes the server send CertificateRequest, which WebRTC requires.
-        SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT) { _, _ in 1 }
+        // Peers present self-signed certificates: no CA decides, the fingerprint in the SDP does
+        // (RFC 8827 §6.5), checked by each transport's verify callback. Asking for the
+        // certificate makes the server send CertificateRequest, which WebRTC requires.
+        SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
         tessera_SSL_CTX_set_read_ahead(context, 1)
     }
 
@@ -104,6 +104,7 @@ public final class DTLSTransport {
         _ = tessera_SSL_set_options(ssl, tessera_SSL_OP_NO_QUERY_MTU())
         _ = tessera_DTLS_set_link_mtu(ssl, mtu)
         DTLS_set_timer_cb(ssl, retransmitInterval)
+        SSL_set_verify(ssl, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, verifyPeerCertificate)
         switch role {
         case .server: SSL_set_accept_state(ssl)
         case .client: SSL_set_connect_state(ssl)
@@ -167,17 +168,26 @@ public final class DTLSTransport {
         case SSL_ERROR_ZERO_RETURN:
             state = .failed(.closedByPeer)
         default:
-            fail(.fromQueue("DTLS handshake"))
+            fail(refusedCertificate ? .fingerprintMismatch : .fromQueue("DTLS handshake"))
         }
     }
 
+    /// Whether `certificate` is the one the peer's SDP named (RFC 8122 §5: any listed fingerprint).
+    fileprivate func matchesRemoteFingerprint(_ certificate: OpaquePointer) -> Bool {
+        remoteFingerprints.contains { expected in
+            DTLSCertificate.fingerprint(of: certificate, algorithm: expected.algorithm) == expected
+        }
+    }
+
+    /// Set when the verify callback refused the peer's certificate, so the failure says why.
+    fileprivate var refusedCertificate = false
+
     private func completeHandshake() {
+        // The verify callback already checked; checking the certificate the session ended up
+        // with as well costs one digest per handshake.
         guard let peer = SSL_get1_peer_certificate(ssl) else { return fail(.fingerprintMismatch) }
         defer { X509_free(peer) }
-        let matches = remoteFingerprints.contains { expected in
-            DTLSCertificate.fingerprint(of: peer, algorithm: expected.algorithm) == expected
-        }
-        guard matches else { return fail(.fingerprintMismatch) }
+        guard matchesRemoteFingerprint(peer) else { return fail(.fingerprintMismatch) }
         guard let selected = SSL_get_selected_srtp_profile(ssl), let name = selected.pointee.name,
               let profile = SRTPProfile(opensslName: String(cString: name)) else { return fail(.noSRTPProfile) }
 
@@ -215,6 +225,22 @@ public final class DTLSTransport {
         state = .failed(error)
         ERR_clear_error()
     }
+}
+
+/// Checks the peer's certificate during the handshake, so a peer whose certificate is not the
+/// one in its SDP gets an alert instead of a finished handshake (the server's Finished comes
+/// last in DTLS 1.2, so a check after it would leave the client believing it was connected).
+private let verifyPeerCertificate: @convention(c) (Int32, OpaquePointer?) -> Int32 = { _, store in
+    guard let store, X509_STORE_CTX_get_error_depth(store) == 0,  // the peer's own certificate, not a chain
+          let certificate = X509_STORE_CTX_get_current_cert(store) else { return 1 }
+    guard let ssl = X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()),
+          let owner = SSL_get_ex_data(OpaquePointer(ssl), 0) else { return 0 }
+    let transport = Unmanaged<DTLSTransport>.fromOpaque(owner).takeUnretainedValue()
+    guard transport.matchesRemoteFingerprint(certificate) else {
+        transport.refusedCertificate = true
+        return 0
+    }
+    return 1
 }
 
 /// RFC 6347 §4.2.4.1: start at a short interval and double; OpenSSL passes the last interval.

@@ -1,0 +1,67 @@
+import RTP
+import SDP
+
+/// The m= sections a peer sends on, and which one an arriving packet belongs to: by SSRC when
+/// known (from `a=ssrc` or learned), else by the mid header extension (RFC 8843 §15), else by
+/// payload type. A packet that places a new SSRC teaches it, so offers without `a=ssrc` work.
+struct InboundSections {
+    struct Section {
+        let mid: String
+        let isVideo: Bool
+        let clockRate: UInt32
+        let codecPayloadType: PayloadType
+        let rtxPayloadType: PayloadType?
+        /// Whether `a=rtcp-fb:* nack` was agreed (RFC 4585 §4.2).
+        let nack: Bool
+        /// What the host sends on this section, if anything.
+        let hostSender: HostSender?
+        var mediaSSRC: SSRC?
+        var rtxSSRC: SSRC?
+    }
+
+    private(set) var sections: [Section]
+    let extensions: HeaderExtensionMap
+
+    init(_ negotiated: NegotiatedSession) {
+        var map = HeaderExtensionMap()
+        for media in negotiated.media {
+            for ext in media.headerExtensions where ext.id <= 255 {
+                map.set(HeaderExtensionURI(rawValue: ext.uri), id: UInt8(ext.id))
+            }
+        }
+        extensions = map
+        sections = negotiated.media.map { media in
+            let mediaSSRC = media.peerSSRCs.first
+            return Section(mid: media.mid, isVideo: media.kind == .video, clockRate: media.codec.clockRate,
+                           codecPayloadType: PayloadType(rawValue: media.codec.payloadType),
+                           rtxPayloadType: media.codec.rtxPayloadType.map { PayloadType(rawValue: $0) },
+                           nack: media.codec.feedback.contains { $0.type == "nack" && $0.parameter == nil },
+                           hostSender: media.hostSender,
+                           mediaSSRC: mediaSSRC.map { SSRC(rawValue: $0) },
+                           rtxSSRC: mediaSSRC.flatMap { media.peerRTXSSRCs[$0] }.map { SSRC(rawValue: $0) })
+        }
+    }
+
+    subscript(index: Int) -> Section { sections[index] }
+
+    /// The section of `packet` and whether it is a retransmission (RFC 4588), learning its SSRC.
+    mutating func classify(_ packet: RTPPacket) -> (index: Int, isRTX: Bool)? {
+        if let index = sections.firstIndex(where: { $0.mediaSSRC == packet.ssrc }) { return (index, false) }
+        if let index = sections.firstIndex(where: { $0.rtxSSRC == packet.ssrc }) { return (index, true) }
+        let byMid = (try? packet.headerExtension(MediaIdentification.self, in: extensions))?.flatMap { mid in
+            sections.firstIndex { $0.mid == mid.value }
+        }
+        let byPayloadType = sections.firstIndex {
+            $0.codecPayloadType == packet.payloadType || $0.rtxPayloadType == packet.payloadType
+        }
+        guard let index = byMid ?? byPayloadType else { return nil }
+        let isRTX = sections[index].rtxPayloadType == packet.payloadType
+        if isRTX { sections[index].rtxSSRC = packet.ssrc } else { sections[index].mediaSSRC = packet.ssrc }
+        return (index, isRTX)
+    }
+
+    /// The section the host sends `ssrc` on.
+    func section(sendingHostSSRC ssrc: SSRC) -> Section? {
+        sections.first { $0.hostSender.map { SSRC(rawValue: $0.ssrc) } == ssrc }
+    }
+}
