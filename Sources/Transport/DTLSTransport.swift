@@ -25,6 +25,9 @@ public final class DTLSContext: @unchecked Sendable {
         + "ECDHE-RSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-SHA:ECDHE-RSA-AES128-SHA"
 
     public init(certificate: DTLSCertificate, profiles: [SRTPProfile] = [.aeadAES128GCM, .aes128CMHMACSHA1_80]) throws(DTLSError) {
+        // libsrtp's start-up runs self-tests (tens of milliseconds): do it here, at host start,
+        // not on the media loop in the middle of the first peer's handshake.
+        SRTPLibrary.initializeOnce()
         guard let context = SSL_CTX_new(DTLS_method()) else { throw .fromQueue("SSL_CTX_new") }
         self.certificate = certificate
         self.profiles = profiles
@@ -238,6 +241,7 @@ private let verifyPeerCertificate: @convention(c) (Int32, OpaquePointer?) -> Int
     let transport = Unmanaged<DTLSTransport>.fromOpaque(owner).takeUnretainedValue()
     guard transport.matchesRemoteFingerprint(certificate) else {
         transport.refusedCertificate = true
+        X509_STORE_CTX_set_error(store, X509_V_ERR_CERT_REJECTED)  // the alert says bad_certificate
         return 0
     }
     return 1
