@@ -39,7 +39,7 @@ let package = Package(
         // STUN/ICE-lite, DTLS-SRTP, SRTP: the per-peer transport.
         .target(name: "Transport", dependencies: ["Wire", "RTP", "COpenSSL", "CSRTP", "CZlib"]),
         // Codecs, frames, containers, text: thin owners of the media C libraries.
-        .target(name: "Media", dependencies: ["CVPX", "COpus", "CYUV", "CAVFormat", "CFreeType"]),
+        .target(name: "Media", dependencies: ["Wire", "CVPX", "COpus", "CYUV", "CAVFormat", "CFreeType"]),
         // Sockets, event loop, HTTP API, config.
         .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Media", "CMicroHTTPD", "CLinux"]),
         .executableTarget(name: "tessera", dependencies: ["Server", "RTP", "SDP", "Transport", "Media"]),
@@ -51,7 +51,7 @@ let package = Package(
         .testTarget(name: "SDPTests", dependencies: ["SDP", "WireTesting"], resources: [.copy("Fixtures")]),
         .testTarget(name: "StreamsTests", dependencies: ["Streams", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "RTP", "Wire", "WireTesting"]),
-        .testTarget(name: "MediaTests", dependencies: ["Media"]),
+        .testTarget(name: "MediaTests", dependencies: ["Media", "Wire", "WireTesting"]),
         .testTarget(name: "ServerTests", dependencies: ["Server"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,260 @@
+private import CYUV
+import Wire
+
+/// A colour in Y'CbCr (BT.601 limited range, as VP8 and libyuv use).
+public struct YUVColor: Sendable, Hashable, CustomStringConvertible {
+    public var y: UInt8
+    public var u: UInt8
+    public var v: UInt8
+
+    public init(y: UInt8, u: UInt8, v: UInt8) {
+        self.y = y
+        self.u = u
+        self.v = v
+    }
+
+    /// From 8-bit R'G'B' (BT.601, limited range: the same integer formula as libyuv's RGB→I420).
+    public init(red: UInt8, green: UInt8, blue: UInt8) {
+        let r = Int(red), g = Int(green), b = Int(blue)
+        y = UInt8(clamping: (66 * r + 129 * g + 25 * b + 0x1080) >> 8)
+        u = UInt8(clamping: (112 * b - 74 * g - 38 * r + 0x8080) >> 8)
+        v = UInt8(clamping: (112 * r - 94 * g - 18 * b + 0x8080) >> 8)
+    }
+
+    /// `#rrggbb`; nil for anything else.
+    public init?(hex: String) {
+        var text = Substring(hex)
+        if text.hasPrefix("#") { text = text.dropFirst() }
+        guard text.count == 6, let value = UInt32(text, radix: 16) else { return nil }
+        self.init(red: UInt8(value >> 16 & 0xFF), green: UInt8(value >> 8 & 0xFF), blue: UInt8(value & 0xFF))
+    }
+
+    public static let black = YUVColor(y: 16, u: 128, v: 128)
+
+    /// Whether every component is within `tolerance` of `other` (codecs blur colours a little).
+    public func isClose(to other: YUVColor, tolerance: Int = 12) -> Bool {
+        abs(Int(y) - Int(other.y)) <= tolerance && abs(Int(u) - Int(other.u)) <= tolerance
+            && abs(Int(v) - Int(other.v)) <= tolerance
+    }
+
+    public var description: String { "YUV(\(y), \(u), \(v))" }
+}
+
+/// A rectangle in pixels, (0, 0) at the top left.
+public struct PixelRect: Sendable, Hashable, CustomStringConvertible {
+    public var x: Int
+    public var y: Int
+    public var width: Int
+    public var height: Int
+
+    public init(x: Int, y: Int, width: Int, height: Int) {
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
+    }
+
+    public var isEmpty: Bool { width <= 0 || height <= 0 }
+
+    /// The part of this rectangle inside `bounds` (empty when they do not meet).
+    public func clipped(to bounds: PixelRect) -> PixelRect {
+        let left = max(x, bounds.x), top = max(y, bounds.y)
+        let right = min(x + width, bounds.x + bounds.width), bottom = min(y + height, bounds.y + bounds.height)
+        return PixelRect(x: left, y: top, width: max(0, right - left), height: max(0, bottom - top))
+    }
+
+    /// Moved and sized to even numbers, so that 4:2:0 chroma lines up (x, y down; size up, within
+    /// `bounds`).
+    public func evenAligned(within bounds: PixelRect) -> PixelRect {
+        let left = x & ~1, top = y & ~1
+        let right = min(bounds.x + bounds.width, (x + width + 1) & ~1)
+        let bottom = min(bounds.y + bounds.height, (y + height + 1) & ~1)
+        return PixelRect(x: left, y: top, width: max(0, right - left), height: max(0, bottom - top))
+    }
+
+    public var description: String { "\(width)x\(height)+\(x)+\(y)" }
+}
+
+/// Rotation to apply to a picture before showing it (the CVO extension's values).
+public enum VideoRotation: Int, Sendable, Hashable, CaseIterable {
+    case none = 0, clockwise90 = 90, upsideDown = 180, clockwise270 = 270
+}
+
+/// A decoded picture in I420 (planar Y'CbCr 4:2:0), the format VP8 decodes to and encodes from.
+/// The planes are packed in one buffer: Y (`width` × `height`), then U and V (half size, rounded
+/// up). Value semantics: copies share storage until one is written.
+public struct I420Frame: Sendable, Equatable {
+    public let width: Int
+    public let height: Int
+    /// Y plane, then U, then V.
+    public var data: [UInt8]
+    /// When the picture was captured, on the host's clock.
+    public var timestamp: Instant
+
+    public var chromaWidth: Int { (width + 1) / 2 }
+    public var chromaHeight: Int { (height + 1) / 2 }
+    public var lumaSize: Int { width * height }
+    public var chromaSize: Int { chromaWidth * chromaHeight }
+    public var bounds: PixelRect { PixelRect(x: 0, y: 0, width: width, height: height) }
+
+    /// A picture filled with `color`.
+    public init(width: Int, height: Int, color: YUVColor = .black, timestamp: Instant = Instant(nanoseconds: 0)) {
+        precondition(width > 0 && height > 0 && width <= 16384 && height <= 16384, "picture size out of range")
+        self.width = width
+        self.height = height
+        self.timestamp = timestamp
+        let chroma = ((width + 1) / 2) * ((height + 1) / 2)
+        data = [UInt8](repeating: color.y, count: width * height)
+        data.append(contentsOf: repeatElement(color.u, count: chroma))
+        data.append(contentsOf: repeatElement(color.v, count: chroma))
+    }
+
+    /// A picture from planes already packed as this type packs them; nil when the size is wrong.
+    public init?(width: Int, height: Int, packed: [UInt8], timestamp: Instant = Instant(nanoseconds: 0)) {
+        guard width > 0, height > 0, width <= 16384, height <= 16384,
+              packed.count == width * height + 2 * ((width + 1) / 2) * ((height + 1) / 2) else { return nil }
+        self.width = width
+        self.height = height
+        self.data = packed
+        self.timestamp = timestamp
+    }
+
+    /// The colour at a pixel (for tests and checks).
+    public func pixel(x: Int, y: Int) -> YUVColor {
+        let cx = x / 2, cy = y / 2
+        return YUVColor(y: data[y * width + x], u: data[lumaSize + cy * chromaWidth + cx],
+                        v: data[lumaSize + chromaSize + cy * chromaWidth + cx])
+    }
+
+    /// Fills `rect` (clipped, aligned to even pixels) with `color` (libyuv I420Rect).
+    public mutating func fill(_ rect: PixelRect, with color: YUVColor) {
+        let area = rect.clipped(to: bounds).evenAligned(within: bounds)
+        guard !area.isEmpty else { return }
+        let (width, lumaSize, chromaSize, chromaWidth) = (width, lumaSize, chromaSize, chromaWidth)
+        data.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            _ = I420Rect(base, Int32(width), base + lumaSize, Int32(chromaWidth), base + lumaSize + chromaSize, Int32(chromaWidth),
+                         Int32(area.x), Int32(area.y), Int32(area.width), Int32(area.height),
+                         Int32(color.y), Int32(color.u), Int32(color.v))
+        }
+    }
+
+    /// This picture scaled to `width` × `height` (libyuv I420Scale, bilinear).
+    public func scaled(width targetWidth: Int, height targetHeight: Int) -> I420Frame {
+        if targetWidth == width && targetHeight == height { return self }
+        var output = I420Frame(width: targetWidth, height: targetHeight, timestamp: timestamp)
+        let (outWidth, outHeight, outChroma) = (Int32(output.width), Int32(output.height), Int32(output.chromaWidth))
+        withPlanes { sy, su, sv in
+            output.withMutablePlanes { dy, du, dv in
+                _ = I420Scale(sy, Int32(width), su, Int32(chromaWidth), sv, Int32(chromaWidth), Int32(width), Int32(height),
+                              dy, outWidth, du, outChroma, dv, outChroma, outWidth, outHeight, kFilterBilinear)
+            }
+        }
+        return output
+    }
+
+    /// The part of this picture inside `rect` (clipped, aligned to even pixels).
+    public func cropped(to rect: PixelRect) -> I420Frame {
+        let area = rect.clipped(to: bounds).evenAligned(within: bounds)
+        guard !area.isEmpty, area != bounds else { return self }
+        var output = I420Frame(width: area.width, height: area.height, timestamp: timestamp)
+        output.draw(self, from: area, at: PixelRect(x: 0, y: 0, width: area.width, height: area.height))
+        return output
+    }
+
+    /// Copies `source` (or its `sourceRect`) into `rect` of this picture, scaling when the sizes
+    /// differ. Both rectangles are clipped and aligned to even pixels.
+    public mutating func draw(_ source: I420Frame, from sourceRect: PixelRect? = nil, at rect: PixelRect) {
+        let from = (sourceRect ?? source.bounds).clipped(to: source.bounds).evenAligned(within: source.bounds)
+        let to = rect.evenAligned(within: bounds)
+        guard !from.isEmpty, !to.isEmpty else { return }
+        // Parts of the target outside this picture: shrink the source by the same proportion.
+        let visible = to.clipped(to: bounds).evenAligned(within: bounds)
+        guard !visible.isEmpty else { return }
+        var sourceArea = from
+        if visible != to {
+            let scaleX = Double(from.width) / Double(to.width), scaleY = Double(from.height) / Double(to.height)
+            sourceArea = PixelRect(x: from.x + Int(Double(visible.x - to.x) * scaleX),
+                                   y: from.y + Int(Double(visible.y - to.y) * scaleY),
+                                   width: Int(Double(visible.width) * scaleX), height: Int(Double(visible.height) * scaleY))
+                .clipped(to: source.bounds).evenAligned(within: source.bounds)
+            guard !sourceArea.isEmpty else { return }
+        }
+        let sourceStride = (Int32(source.width), Int32(source.chromaWidth))
+        let targetStride = (Int32(width), Int32(chromaWidth))
+        source.withPlanes { sy, su, sv in
+            let sy = sy + sourceArea.y * source.width + sourceArea.x
+            let su = su + (sourceArea.y / 2) * source.chromaWidth + sourceArea.x / 2
+            let sv = sv + (sourceArea.y / 2) * source.chromaWidth + sourceArea.x / 2
+            let (width, chromaWidth) = (width, chromaWidth)
+            withMutablePlanes { dy, du, dv in
+                let dy = dy + visible.y * width + visible.x
+                let du = du + (visible.y / 2) * chromaWidth + visible.x / 2
+                let dv = dv + (visible.y / 2) * chromaWidth + visible.x / 2
+                if sourceArea.width == visible.width && sourceArea.height == visible.height {
+                    _ = I420Copy(sy, sourceStride.0, su, sourceStride.1, sv, sourceStride.1,
+                                 dy, targetStride.0, du, targetStride.1, dv, targetStride.1, Int32(visible.width), Int32(visible.height))
+                } else {
+                    _ = I420Scale(sy, sourceStride.0, su, sourceStride.1, sv, sourceStride.1,
+                                  Int32(sourceArea.width), Int32(sourceArea.height),
+                                  dy, targetStride.0, du, targetStride.1, dv, targetStride.1,
+                                  Int32(visible.width), Int32(visible.height), kFilterBilinear)
+                }
+            }
+        }
+    }
+
+    /// This picture turned clockwise by `rotation` (libyuv I420Rotate): 90 and 270 swap width
+    /// and height.
+    public func rotated(_ rotation: VideoRotation) -> I420Frame {
+        guard rotation != .none else { return self }
+        let swaps = rotation == .clockwise90 || rotation == .clockwise270
+        var output = I420Frame(width: swaps ? height : width, height: swaps ? width : height, timestamp: timestamp)
+        let mode: RotationMode = switch rotation {
+        case .none: kRotate0
+        case .clockwise90: kRotate90
+        case .upsideDown: kRotate180
+        case .clockwise270: kRotate270
+        }
+        let (outWidth, outChroma) = (Int32(output.width), Int32(output.chromaWidth))
+        withPlanes { sy, su, sv in
+            output.withMutablePlanes { dy, du, dv in
+                _ = I420Rotate(sy, Int32(width), su, Int32(chromaWidth), sv, Int32(chromaWidth),
+                               dy, outWidth, du, outChroma, dv, outChroma, Int32(width), Int32(height), mode)
+            }
+        }
+        return output
+    }
+
+    /// This picture flipped left to right (libyuv I420Mirror), as a self-view is shown.
+    public func mirrored() -> I420Frame {
+        var output = I420Frame(width: width, height: height, timestamp: timestamp)
+        withPlanes { sy, su, sv in
+            output.withMutablePlanes { dy, du, dv in
+                _ = I420Mirror(sy, Int32(width), su, Int32(chromaWidth), sv, Int32(chromaWidth),
+                               dy, Int32(width), du, Int32(chromaWidth), dv, Int32(chromaWidth), Int32(width), Int32(height))
+            }
+        }
+        return output
+    }
+
+    /// Calls `body` with pointers to the Y, U and V planes.
+    public func withPlanes<R>(_ body: (UnsafePointer<UInt8>, UnsafePointer<UInt8>, UnsafePointer<UInt8>) throws -> R) rethrows -> R {
+        let (lumaSize, chromaSize) = (lumaSize, chromaSize)
+        return try data.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { preconditionFailure("a frame always has pixels") }
+            return try body(base, base + lumaSize, base + lumaSize + chromaSize)
+        }
+    }
+
+    /// Calls `body` with mutable pointers to the Y, U and V planes.
+    public mutating func withMutablePlanes<R>(
+        _ body: (UnsafeMutablePointer<UInt8>, UnsafeMutablePointer<UInt8>, UnsafeMutablePointer<UInt8>) throws -> R
+    ) rethrows -> R {
+        let (lumaSize, chromaSize) = (lumaSize, chromaSize)
+        return try data.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { preconditionFailure("a frame always has pixels") }
+            return try body(base, base + lumaSize, base + lumaSize + chromaSize)
+        }
+    }
+}
