@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // Tessera: a conference MCU host. One module per layer; a lower layer never imports a higher one:
-//   C* system libraries, Wire  <  RTP, SDP  <  Streams, Transport, Media  <  Server  <  tessera (executable)
+//   C* system libraries, Wire  <  RTP, SDP, Media  <  Streams, Transport, Compositing  <  Server  <  tessera
 import PackageDescription
 
 /// A system-library target: a modulemap plus a shim header of `static inline` wrappers for the
@@ -40,9 +40,11 @@ let package = Package(
         .target(name: "Transport", dependencies: ["Wire", "RTP", "COpenSSL", "CSRTP", "CZlib"]),
         // Codecs, frames, containers, text: thin owners of the media C libraries.
         .target(name: "Media", dependencies: ["Wire", "CVPX", "COpus", "CYUV", "CAVFormat", "CFreeType"]),
+        // Tracks, compositors, layout templates, recording: the seed's public API.
+        .target(name: "Compositing", dependencies: ["Wire", "Media"]),
         // Sockets, event loop, HTTP API, config.
-        .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Media", "CMicroHTTPD", "CLinux"]),
-        .executableTarget(name: "tessera", dependencies: ["Server", "RTP", "SDP", "Transport", "Media"]),
+        .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Media", "Compositing", "CMicroHTTPD", "CLinux"]),
+        .executableTarget(name: "tessera", dependencies: ["Server", "RTP", "SDP", "Transport", "Media", "Compositing"]),
 
         // Seeded mutation of valid messages, shared by every parser's robustness test.
         .target(name: "WireTesting", path: "Tests/WireTesting"),
@@ -52,6 +54,7 @@ let package = Package(
         .testTarget(name: "StreamsTests", dependencies: ["Streams", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "Wire", "WireTesting"]),
+        .testTarget(name: "CompositingTests", dependencies: ["Compositing", "Media", "Wire", "WireTesting"]),
         .testTarget(name: "ServerTests", dependencies: ["Server"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,1 @@
+// Tracks, the AudioCompositor and VideoCompositor, layout templates and the TrackRecorder.
