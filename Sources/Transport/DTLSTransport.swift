@@ -75,7 +75,7 @@ public final class DTLSTransport {
     private let remoteFingerprints: [CertificateFingerprint]
     private let ssl: OpaquePointer
     private let incoming: OpaquePointer  // memory BIO that OpenSSL reads from
-    fileprivate var outgoing: [[UInt8]] = []
+    fileprivate var outgoing = FIFOQueue<[UInt8]>()
     private let handshakeDeadline: Instant
     private var started = false
 
@@ -156,7 +156,7 @@ public final class DTLSTransport {
 
     /// The next datagram to send to the peer, oldest first.
     public func pollTransmit() -> [UInt8]? {
-        outgoing.isEmpty ? nil : outgoing.removeFirst()
+        outgoing.popFirst()
     }
 
     private func advanceHandshake(now: Instant) {

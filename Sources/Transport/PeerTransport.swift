@@ -68,8 +68,8 @@ public final class PeerTransport {
     private var validatedAddresses: [TransportAddress] = []
     private var inbound: SRTPSession?
     private var outbound: SRTPSession?
-    private var transmits: [(bytes: [UInt8], destination: TransportAddress)] = []
-    private var events: [Event] = []
+    private var transmits = FIFOQueue<Transmit>()
+    private var events = FIFOQueue<Event>()
 
     public init(ice: ICERole, dtls: DTLSTransport, now: Instant) {
         self.ice = ice
@@ -117,13 +117,12 @@ public final class PeerTransport {
         return [iceDeadline, dtls.nextTimeout(now: now)].compactMap { $0 }.min()
     }
 
-    public func pollTransmit() -> (bytes: [UInt8], destination: TransportAddress)? {
-        transmits.isEmpty ? nil : transmits.removeFirst()
-    }
+    /// A datagram to send.
+    public typealias Transmit = (bytes: [UInt8], destination: TransportAddress)
 
-    public func pollEvent() -> Event? {
-        events.isEmpty ? nil : events.removeFirst()
-    }
+    public func pollTransmit() -> Transmit? { transmits.popFirst() }
+
+    public func pollEvent() -> Event? { events.popFirst() }
 
     /// Protects and queues an RTP packet; false when the session cannot send yet.
     @discardableResult
