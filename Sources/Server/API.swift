@@ -11,8 +11,12 @@ public final class HostAPI: Sendable {
     private let rooms: LoopConfined<RoomDirectory>
     static let maxEchoSessions = 64
 
-    init(media: MediaHost, limits: HostConfig.Limits) {
+    /// The HS256 secret; nil means auth is off (allowed only on loopback, `HostConfig.validate`).
+    let secret: String?
+
+    init(media: MediaHost, limits: HostConfig.Limits, secret: String?) {
         self.media = media
+        self.secret = secret?.isEmpty == false ? secret : nil
         echoes = LoopConfined([:])
         rooms = LoopConfined(RoomDirectory(limits: .init(maxRooms: limits.maxRooms, maxParticipantsPerRoom: limits.maxParticipantsPerRoom)))
     }
@@ -33,19 +37,21 @@ public final class HostAPI: Sendable {
         case ("OPTIONS", _):
             return corsPreflight()
         case ("POST", 2) where path == ["v1", "echo"]:
-            return startEcho(request)
+            return authorize(request, .anyValidToken) ?? startEcho(request)
         case ("DELETE", 3) where path[..<2] == ["v1", "echo"]:
-            return stopEcho(path[2])
+            return authorize(request, .anyValidToken) ?? stopEcho(path[2])
         case ("GET", 2) where path == ["v1", "rooms"]:
-            return listRooms()
+            return authorize(request, .admin(room: nil)) ?? listRooms()
         case ("GET", 3) where path[..<2] == ["v1", "rooms"]:
-            return showRoom(path[2])
+            return authorize(request, .member(room: path[2], identity: nil)) ?? showRoom(path[2])
         case ("POST", 4) where path[0] == "v1" && path[1] == "rooms" && path[3] == "participants":
-            return join(room: path[2], request)
+            return authorize(request, .member(room: path[2], identity: request.query["identity"] ?? "")) ?? join(room: path[2], request)
         case ("PATCH", 5) where path[0] == "v1" && path[1] == "rooms" && path[3] == "participants":
-            return patchParticipant(room: path[2], id: path[4], request)
+            return authorize(request, .member(room: path[2], identity: identity(room: path[2], id: path[4])))
+                ?? patchParticipant(room: path[2], id: path[4], request)
         case ("DELETE", 5) where path[0] == "v1" && path[1] == "rooms" && path[3] == "participants":
-            return leave(room: path[2], id: path[4])
+            return authorize(request, .member(room: path[2], identity: identity(room: path[2], id: path[4])))
+                ?? leave(room: path[2], id: path[4])
         default:
             return .error(404, "not found", detail: "\(request.method) \(request.path) is not part of this host's API")
         }
@@ -101,8 +107,58 @@ public final class HostAPI: Sendable {
         return found ? HTTPResponse(status: 204) : .error(404, "not found", detail: "no echo session \(id)")
     }
 
+    /// What a call needs its token to grant.
+    enum Grant {
+        /// Any token this host signed that has not expired (diagnostics).
+        case anyValidToken
+        /// A token for `room`; for `identity` too when one is named, unless it is an admin token.
+        case member(room: String, identity: String?)
+        /// An admin token (for `room` when one is named).
+        case admin(room: String?)
+    }
+
+    /// Nil when the call may go ahead, else the contract's 401 (no or bad token) or 403 (a good
+    /// token that does not grant this). Tokens come as `Authorization: Bearer …` or `?token=`.
+    func authorize(_ request: HTTPRequest, _ grant: Grant) -> HTTPResponse? {
+        guard let secret else { return nil }
+        let bearer = request.headers["authorization"].flatMap { header -> String? in
+            let parts = header.split(separator: " ", maxSplits: 1)
+            return parts.count == 2 && parts[0].lowercased() == "bearer" ? String(parts[1]) : nil
+        }
+        guard let text = bearer ?? request.query["token"] else {
+            return .error(401, "token required", detail: "send a join token as Authorization: Bearer <token> (tessera token mints one)")
+        }
+        let token: JoinToken
+        do { token = try JoinToken(verifying: text, secret: secret) } catch {
+            return .error(401, "bad token", detail: error.description)
+        }
+        switch grant {
+        case .anyValidToken:
+            return nil
+        case .member(let room, let identity):
+            guard token.room == room else { return .error(403, "forbidden", detail: "the token is for room \(token.room)") }
+            if token.admin { return nil }
+            if let identity, identity != token.identity {
+                return .error(403, "forbidden", detail: "the token is for identity \(token.identity)")
+            }
+            return nil
+        case .admin(let room):
+            guard token.admin else { return .error(403, "forbidden", detail: "this call needs an admin token") }
+            if let room, token.room != room { return .error(403, "forbidden", detail: "the token is for room \(token.room)") }
+            return nil
+        }
+    }
+
+    /// The identity of a participant, for checking that a token names it; nil when there is no
+    /// such participant (a token for the room then suffices, and the call answers 404).
+    private func identity(room: String, id: String) -> String? {
+        guard secret != nil else { return nil }
+        let rooms = self.rooms
+        return (try? media.runOnLoop { rooms.value.participant(room: room, id: id)?.identity }) ?? nil
+    }
+
     /// Room names and identities: 1 to 64 of letters, digits, `-`, `_` and `.`.
-    static func isValidName(_ name: String) -> Bool {
+    public static func isValidName(_ name: String) -> Bool {
         (1...64).contains(name.utf8.count) && name.utf8.allSatisfy {
             (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D || $0 == 0x5F || $0 == 0x2E
         }
@@ -247,7 +303,7 @@ public final class ConferenceHost: Sendable {
     public init(config: HostConfig) throws {
         self.config = config
         media = try MediaHost(listen: TransportAddress(parsing: config.media.listen), announce: config.media.announce)
-        let api = HostAPI(media: media, limits: config.limits)
+        let api = HostAPI(media: media, limits: config.limits, secret: config.auth.secret)
         let listen = try TransportAddress(parsing: config.http.listen)
         do {
             http = try HTTPServer(listen: listen, maxBodyBytes: config.http.maxBodyBytes,

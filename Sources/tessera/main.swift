@@ -6,6 +6,8 @@ import Transport
 /// `tessera SUBCOMMAND [options]`: the one executable of the project.
 let usage = """
     usage: tessera serve [--config Config/tessera.json]   run the host
+           tessera token --room R --identity ID [--admin] [--ttl 1h] [--config FILE]
+                                                          mint a join token from the config's auth.secret
            tessera bench [wire]                           measure parse+serialize throughput
            tessera version                                print the versions of the linked libraries
     """
@@ -15,18 +17,48 @@ func fail(_ message: String, status: Int32 = 2) -> Never {
     exit(status)
 }
 
-/// Reads `--name value` pairs after the subcommand; refuses unknown names.
-func options(_ arguments: ArraySlice<String>, allowed: Set<String>) -> [String: String] {
+/// Reads `--name value` pairs and `--flag`s after the subcommand; refuses unknown names.
+func options(_ arguments: ArraySlice<String>, allowed: Set<String>, flags: Set<String> = []) -> [String: String] {
     var result: [String: String] = [:]
     var rest = arguments
-    while let name = rest.popFirst() {
-        guard name.hasPrefix("--"), allowed.contains(String(name.dropFirst(2))) else {
-            fail("unknown option \(name)\n\(usage)")
+    while let argument = rest.popFirst() {
+        let name = String(argument.dropFirst(2))
+        guard argument.hasPrefix("--"), allowed.contains(name) || flags.contains(name) else {
+            fail("unknown option \(argument)\n\(usage)")
         }
-        guard let value = rest.popFirst() else { fail("\(name) needs a value") }
-        result[String(name.dropFirst(2))] = value
+        if flags.contains(name) {
+            result[name] = "true"
+            continue
+        }
+        guard let value = rest.popFirst() else { fail("\(argument) needs a value") }
+        result[name] = value
     }
     return result
+}
+
+/// `30s`, `10m`, `1h`, `2d`, or plain seconds.
+func parseDuration(_ text: String) -> Int64? {
+    let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+    if let unit = text.last, let scale = units[unit], let value = Int64(text.dropLast()), value > 0 { return value * scale }
+    return Int64(text).flatMap { $0 > 0 ? $0 : nil }
+}
+
+func token(_ arguments: ArraySlice<String>) {
+    let given = options(arguments, allowed: ["room", "identity", "ttl", "config"], flags: ["admin"])
+    guard let room = given["room"], let identity = given["identity"] else { fail("token needs --room and --identity") }
+    guard HostAPI.isValidName(room), HostAPI.isValidName(identity) else {
+        fail("room and identity are 1 to 64 of A-Z a-z 0-9 - _ .")
+    }
+    guard let ttl = parseDuration(given["ttl"] ?? "1h") else { fail("--ttl takes a duration like 30m, 1h or 2d") }
+    let config: HostConfig
+    do { config = try HostConfig.load(path: given["config"] ?? (FileManager.default.fileExists(atPath: "Config/tessera.json") ? "Config/tessera.json" : nil)) } catch {
+        fail(error.description)
+    }
+    guard let secret = config.auth.secret, !secret.isEmpty else {
+        fail("the config has no auth.secret: tokens are not needed (auth is off on loopback), and none can be signed")
+    }
+    let expires = Int64(Date().timeIntervalSince1970) + ttl
+    print(JoinToken(room: room, identity: identity, expires: expires, admin: given["admin"] != nil).signed(secret: secret))
 }
 
 func serve(_ arguments: ArraySlice<String>) -> Never {
@@ -62,6 +94,7 @@ var arguments = CommandLine.arguments.dropFirst()
 switch arguments.popFirst() {
 case "serve": serve(arguments)
 case "bench": runBenchmarks(arguments)
+case "token": token(arguments)
 case "version", "--version": printVersions()
 case "-h", "--help", "help": print(usage)
 case let other?: fail("unknown command \(other)\n\(usage)")
