@@ -28,6 +28,10 @@ def main() -> int:
     for run in range(max(1, min(args.runs, 50))):
         result = subprocess.run([str(HERE / "run.sh"), "--tessera", args.tessera, "--peers", args.peers,
                                  "--seconds", str(args.seconds)], capture_output=True, text=True, timeout=600)
+        reports = [line for line in result.stdout.splitlines() if line.startswith("{")]
+        if len(reports) < len(args.peers.split()):
+            print(f"run {run + 1}: {len(reports)} reports, exit {result.returncode}; last output:\n"
+                  + "\n".join((result.stdout + result.stderr).splitlines()[-15:]), file=sys.stderr)
         for line in result.stdout.splitlines():
             if not line.startswith("{"):
                 continue
