@@ -36,6 +36,8 @@ public final class HostAPI: Sendable {
             return .text(200, "ok\n")
         case ("OPTIONS", _):
             return corsPreflight()
+        case ("GET", 1) where path == ["metrics"]:
+            return authorize(request, .admin(room: nil)) ?? metrics()
         case ("POST", 2) where path == ["v1", "echo"]:
             return authorize(request, .anyValidToken) ?? startEcho(request)
         case ("DELETE", 3) where path[..<2] == ["v1", "echo"]:
@@ -264,6 +266,42 @@ public final class HostAPI: Sendable {
         let members = (try? media.runOnLoop { rooms.value.rooms[name]?.values.map(\.summary) }) ?? nil
         guard let members else { return .error(404, "not found", detail: "no room \(name)") }
         return .json(200, Room(name: name, participants: members.sorted { $0.identity < $1.identity }))
+    }
+
+    /// Prometheus text format (version 0.0.4): what the media loop has counted.
+    private func metrics() -> HTTPResponse {
+        let media = self.media, rooms = self.rooms, echoes = self.echoes
+        let lines = (try? media.runOnLoop { () -> [String] in
+            guard let port = media.port else { return [] }
+            let counters = port.counters
+            let participants = rooms.value.rooms.values.reduce(0) { $0 + $1.count }
+            return [
+                "# HELP tessera_rooms Rooms with at least one participant.",
+                "# TYPE tessera_rooms gauge",
+                "tessera_rooms \(rooms.value.rooms.count)",
+                "# HELP tessera_participants Participants in all rooms.",
+                "# TYPE tessera_participants gauge",
+                "tessera_participants \(participants)",
+                "# HELP tessera_echo_sessions Sessions of POST /v1/echo.",
+                "# TYPE tessera_echo_sessions gauge",
+                "tessera_echo_sessions \(echoes.value.count)",
+                "# HELP tessera_peers Transports on the media port.",
+                "# TYPE tessera_peers gauge",
+                "tessera_peers \(port.peerCount)",
+                "# HELP tessera_datagrams_total UDP datagrams on the media port.",
+                "# TYPE tessera_datagrams_total counter",
+                "tessera_datagrams_total{direction=\"in\"} \(counters.datagramsIn)",
+                "tessera_datagrams_total{direction=\"out\"} \(counters.datagramsOut)",
+                "# HELP tessera_bytes_total UDP payload bytes on the media port.",
+                "# TYPE tessera_bytes_total counter",
+                "tessera_bytes_total{direction=\"in\"} \(counters.bytesIn)",
+                "tessera_bytes_total{direction=\"out\"} \(counters.bytesOut)",
+                "# HELP tessera_datagrams_unroutable_total Datagrams from unknown addresses that named no peer.",
+                "# TYPE tessera_datagrams_unroutable_total counter",
+                "tessera_datagrams_unroutable_total \(counters.unroutable)",
+            ]
+        }) ?? []
+        return .text(200, lines.joined(separator: "\n") + "\n", contentType: "text/plain; version=0.0.4")
     }
 
     private func corsPreflight() -> HTTPResponse {

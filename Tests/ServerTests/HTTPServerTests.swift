@@ -81,3 +81,21 @@ import Testing
         }
     }
 }
+
+@Suite struct MetricsTests {
+    @Test func metricsAreInPrometheusTextFormat() throws {
+        var config = HostConfig()
+        config.http.listen = "127.0.0.1:0"
+        config.media.listen = "127.0.0.1:0"
+        let host = try ConferenceHost(config: config)
+        defer { host.stop() }
+        let response = try HTTPTestClient(port: host.http.address.port).send("GET", "/metrics")
+        #expect(response.status == 200)
+        #expect(response.headers["content-type"]?.hasPrefix("text/plain") == true)
+        let samples = response.text.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        #expect(samples.contains("tessera_rooms 0"))
+        #expect(samples.contains("tessera_participants 0"))
+        // Every sample line is `name{labels} value` with a number.
+        #expect(samples.allSatisfy { line in line.split(separator: " ").last.flatMap { Double($0) } != nil })
+    }
+}
