@@ -8,13 +8,14 @@
 #include <stdint.h>
 #include <microhttpd.h>
 
-/// Starts a daemon with its own epoll thread bound to `addr`, calling `handler` for each request
-/// and `completed` when a request ends (so per-request state can be freed).
+/// Starts a daemon bound to `addr` with a thread per connection (so a handler may wait for the
+/// media loop, and an event stream may block between events without stalling other clients),
+/// calling `handler` for each request and `completed` when a request ends.
 static inline struct MHD_Daemon *tessera_mhd_start(const struct sockaddr *addr, MHD_AccessHandlerCallback handler,
                                                    void *handler_cls, MHD_RequestCompletedCallback completed,
                                                    void *completed_cls, unsigned int connection_limit,
                                                    unsigned int timeout_seconds) {
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ERROR_LOG;
     if (addr->sa_family == AF_INET6) flags |= MHD_USE_IPv6;
     uint16_t port = addr->sa_family == AF_INET6 ? ntohs(((const struct sockaddr_in6 *)addr)->sin6_port)
                                                 : ntohs(((const struct sockaddr_in *)addr)->sin_port);
@@ -36,4 +37,8 @@ static inline uint16_t tessera_mhd_bound_port(struct MHD_Daemon *d) {
 static inline struct MHD_Response *tessera_mhd_response_copying(size_t size, const void *data) {
     return MHD_create_response_from_buffer(size, (void *)data, MHD_RESPMEM_MUST_COPY);
 }
+
+/// MHD_SIZE_UNKNOWN and MHD_CONTENT_READER_END_OF_STREAM are macros with casts.
+static inline uint64_t tessera_mhd_size_unknown(void) { return MHD_SIZE_UNKNOWN; }
+static inline ssize_t tessera_mhd_end_of_stream(void) { return MHD_CONTENT_READER_END_OF_STREAM; }
 #endif

@@ -9,6 +9,7 @@ public final class HostAPI: Sendable {
     /// Echo sessions by id, and the rooms; touched only on the media loop thread.
     private let echoes: LoopConfined<[String: EchoSession]>
     private let rooms: LoopConfined<RoomDirectory>
+    let events = RoomEventHub()
     static let maxEchoSessions = 64
 
     /// The HS256 secret; nil means auth is off (allowed only on loopback, `HostConfig.validate`).
@@ -46,6 +47,8 @@ public final class HostAPI: Sendable {
             return authorize(request, .admin(room: nil)) ?? listRooms()
         case ("GET", 3) where path[..<2] == ["v1", "rooms"]:
             return authorize(request, .member(room: path[2], identity: nil)) ?? showRoom(path[2])
+        case ("GET", 4) where path[0] == "v1" && path[1] == "rooms" && path[3] == "events":
+            return authorize(request, .member(room: path[2], identity: nil)) ?? subscribe(room: path[2])
         case ("POST", 4) where path[0] == "v1" && path[1] == "rooms" && path[3] == "participants":
             return authorize(request, .member(room: path[2], identity: request.query["identity"] ?? "")) ?? join(room: path[2], request)
         case ("PATCH", 5) where path[0] == "v1" && path[1] == "rooms" && path[3] == "participants":
@@ -188,7 +191,7 @@ public final class HostAPI: Sendable {
         } catch {
             return error.response
         }
-        let media = self.media, rooms = self.rooms
+        let media = self.media, rooms = self.rooms, events = self.events
         let outcome: Result<String, HTTPResponseError>
         do {
             outcome = try media.runOnLoop { () -> Result<String, HTTPResponseError> in
@@ -205,8 +208,9 @@ public final class HostAPI: Sendable {
                     return .failure(HTTPResponseError(500, "transport", "\(error)"))
                 }
                 let participant = ParticipantSession(id: UUID().uuidString.lowercased(), identity: identity, name: name, room: room,
-                                                     negotiated: accepted.negotiated, port: port) { rooms.value.remove($0) }
+                                                     negotiated: accepted.negotiated, port: port, events: events) { rooms.value.remove($0) }
                 rooms.value.add(participant)
+                events.publish(RoomEvent(.joined, room: room, participant: participant.id, identity: identity))
                 participant.attach(transport, localUfrag: accepted.localICE.ufrag)
                 return .success(participant.id)
             }
@@ -251,6 +255,18 @@ public final class HostAPI: Sendable {
             return true
         }) ?? false
         return found ? HTTPResponse(status: 204) : .error(404, "not found", detail: "no participant \(id) in room \(room)")
+    }
+
+    /// Server-sent events of one room, from now on (the room need not exist yet).
+    private func subscribe(room: String) -> HTTPResponse {
+        guard Self.isValidName(room) else { return .error(400, "bad room name", detail: "use 1 to 64 of A-Z a-z 0-9 - _ .") }
+        guard let stream = events.subscribe(room: room) else {
+            return .error(503, "too many listeners", detail: "at most \(RoomEventHub.maxSubscribersPerRoom) event streams per room")
+        }
+        stream.send(event: "hello", data: #"{"room":"\#(room)"}"#)
+        var response = HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])
+        response.stream = stream
+        return response
     }
 
     private func listRooms() -> HTTPResponse {
@@ -337,11 +353,13 @@ public final class ConferenceHost: Sendable {
     public let config: HostConfig
     public let http: HTTPServer
     public let media: MediaHost
+    private let api: HostAPI
 
     public init(config: HostConfig) throws {
         self.config = config
         media = try MediaHost(listen: TransportAddress(parsing: config.media.listen), announce: config.media.announce)
         let api = HostAPI(media: media, limits: config.limits, secret: config.auth.secret)
+        self.api = api
         let listen = try TransportAddress(parsing: config.http.listen)
         do {
             http = try HTTPServer(listen: listen, maxBodyBytes: config.http.maxBodyBytes,
@@ -355,8 +373,9 @@ public final class ConferenceHost: Sendable {
     /// The line `tessera serve` prints once it accepts requests.
     public var readyLine: String { "tessera: listening on http://\(http.address)" }
 
-    /// Stops taking requests, then stops the media loop.
+    /// Ends the event streams, stops taking requests, then stops the media loop.
     public func stop() {
+        api.events.closeAll()
         http.stop()
         media.stop()
     }

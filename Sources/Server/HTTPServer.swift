@@ -29,6 +29,8 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// When set, the body is this open event stream instead of `body`.
+    public var stream: HTTPEventStream?
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status
@@ -169,7 +171,25 @@ private let requestCompleted: MHD_RequestCompletedCallback = { _, _, requestCont
 }
 
 private func queue(_ response: HTTPResponse, on connection: OpaquePointer?) -> MHD_Result {
-    let mhdResponse = response.body.withUnsafeBytes { tessera_mhd_response_copying($0.count, $0.baseAddress) }
+    let mhdResponse: OpaquePointer?
+    if let stream = response.stream {
+        // The response holds the stream until libmicrohttpd frees it (the free callback).
+        mhdResponse = MHD_create_response_from_callback(tessera_mhd_size_unknown(), 4096, { cls, _, buffer, max in
+            guard let cls, let buffer else { return tessera_mhd_end_of_stream() }
+            let stream = Unmanaged<HTTPEventStream>.fromOpaque(cls).takeUnretainedValue()
+            guard let chunk = stream.read(max: max) else { return tessera_mhd_end_of_stream() }
+            return chunk.withUnsafeBytes { bytes in
+                guard let base = bytes.baseAddress else { return 0 }
+                UnsafeMutableRawPointer(buffer).copyMemory(from: base, byteCount: bytes.count)
+                return bytes.count
+            }
+        }, Unmanaged.passRetained(stream).toOpaque(), { cls in
+            guard let cls else { return }
+            Unmanaged<HTTPEventStream>.fromOpaque(cls).release()
+        })
+    } else {
+        mhdResponse = response.body.withUnsafeBytes { tessera_mhd_response_copying($0.count, $0.baseAddress) }
+    }
     guard let mhdResponse else { return MHD_Result.NO }
     defer { MHD_destroy_response(mhdResponse) }
     for header in response.headers {

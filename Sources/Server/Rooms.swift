@@ -24,15 +24,19 @@ final class ParticipantSession: PeerEventSink {
     private var receiver: PeerReceiver
     private var timer: EventLoop.TimerToken?
     private var timerDeadline: Instant?
+    /// Sections (by index) whose first media has arrived: their track is published.
+    private var published: Set<Int> = []
+    private let events: RoomEventHub
     private let onEnd: (ParticipantSession) -> Void
 
     init(id: String, identity: String, name: String?, room: String, negotiated: NegotiatedSession, port: MediaPort,
-         onEnd: @escaping (ParticipantSession) -> Void) {
+         events: RoomEventHub, onEnd: @escaping (ParticipantSession) -> Void) {
         self.id = id
         self.identity = identity
         self.name = name
         self.room = room
         self.port = port
+        self.events = events
         self.onEnd = onEnd
         inbound = InboundSections(negotiated)
         let sender = negotiated.media.compactMap(\.hostSender).first
@@ -48,14 +52,27 @@ final class ParticipantSession: PeerEventSink {
         peerID = port.add(transport, localUfrag: localUfrag, sink: self)
     }
 
-    /// Leaves: the transport is dropped and the room forgets the participant. Idempotent.
-    func end() {
+    /// Leaves: the tracks end, the transport is dropped and the room forgets the participant.
+    /// Idempotent.
+    func end(reason: String = "left") {
         guard let peerID else { return }
         self.peerID = nil
         state = "left"
         if let timer { port.loop.cancel(timer) }
         port.remove(peerID)
+        for index in published.sorted() {
+            events.publish(RoomEvent(.trackEnded, room: room, participant: id, identity: identity, source: source(of: index)))
+        }
+        events.publish(RoomEvent(.left, room: room, participant: id, identity: identity, reason: reason))
         onEnd(self)
+    }
+
+    /// The contract's track names: the first audio section is the microphone, the first video
+    /// section the camera, a second video section the screen.
+    private func source(of index: Int) -> String {
+        guard inbound[index].isVideo else { return "microphone" }
+        let videoBefore = inbound.sections[..<index].filter(\.isVideo).count
+        return videoBefore == 0 ? "camera" : "screen"
     }
 
     func peer(_ peer: MediaPort.PeerID, didEmit event: PeerTransport.Event) {
@@ -67,8 +84,8 @@ final class ParticipantSession: PeerEventSink {
         case .rtcp(let bytes):
             guard let packets = try? RTCPPacket.parseCompound(bytes) else { return }
             receiver.receiveRTCP(packets, now: now)
-        case .failed:
-            end()
+        case .failed(let failure):
+            end(reason: failure == .consentLost ? "consent lost" : "transport failed")
             return
         }
         if state == "secure" { serviceRTCP(now: now) }
@@ -82,6 +99,9 @@ final class ParticipantSession: PeerEventSink {
         if case .media(let media) = receiver.receive(packet, now: now) {
             packetsReceived += 1
             bytesReceived += media.payload.count
+            if published.insert(index).inserted {
+                events.publish(RoomEvent(.trackPublished, room: room, participant: id, identity: identity, source: source(of: index)))
+            }
         }
     }
 
