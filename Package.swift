@@ -43,7 +43,8 @@ let package = Package(
         // Tracks, compositors, layout templates, recording: the seed's public API.
         .target(name: "Compositing", dependencies: ["Wire", "Media"]),
         // Sockets, event loop, HTTP API, config.
-        .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Media", "Compositing", "CMicroHTTPD", "CLinux"]),
+        .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Media", "Compositing", "CMicroHTTPD", "CLinux"],
+                resources: [.copy("Web")]),
         .executableTarget(name: "tessera", dependencies: ["Server", "RTP", "SDP", "Transport", "Media", "Compositing"]),
 
         // Seeded mutation of valid messages, shared by every parser's robustness test.

@@ -2,7 +2,7 @@
 # Interop suite for the host's echo endpoint (POST /v1/echo): real WebRTC peers call it and
 # check that what they send comes back.
 #
-#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium gstreamer"] [--seconds N]
+#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium gstreamer page"] [--seconds N]
 #                  [--media-port 50000] [--ready-timeout 30] [--keep-logs]
 #
 # Everything runs inside a private network namespace that holds only loopback (the script
@@ -23,7 +23,7 @@ set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 TESSERA="$REPO/.build/debug/tessera"
-PEERS="aiortc chromium gstreamer"
+PEERS="aiortc chromium gstreamer page"
 SECONDS_PER_CALL=10
 MEDIA_PORT=50000
 READY_TIMEOUT=30
@@ -171,7 +171,12 @@ for peer in $PEERS; do
             fi
             run_peer gstreamer "$SYS_PY" "$HERE/echo_gstreamer.py" --url "$URL" --seconds "$SECONDS_PER_CALL" \
                 --tone 550 --expect-profile SRTP_AES128_CM_SHA1_80 ;;
-        *) fail "$peer" "unknown peer (aiortc, chromium, gstreamer)" ;;
+        page)
+            if ! command -v chromium >/dev/null; then
+                fail page "chromium is not installed (Debian package chromium)"; continue
+            fi
+            run_peer page "$SYS_PY" "$HERE/page_chromium.py" --url "$BASE" --seconds 30 ;;
+        *) fail "$peer" "unknown peer (aiortc, chromium, gstreamer, page)" ;;
     esac
 done
 

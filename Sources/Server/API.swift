@@ -11,6 +11,8 @@ public final class HostAPI: Sendable {
     private let rooms: LoopConfined<RoomDirectory>
     let events = RoomEventHub()
     static let maxEchoSessions = 64
+    /// The web page's files, read once (API.md: `GET /` is the page).
+    private let page: [String: (type: String, bytes: [UInt8])]
 
     /// The HS256 secret; nil means auth is off (allowed only on loopback, `HostConfig.validate`).
     let secret: String?
@@ -18,6 +20,13 @@ public final class HostAPI: Sendable {
     init(media: MediaHost, limits: HostConfig.Limits, secret: String?) {
         self.media = media
         self.secret = secret?.isEmpty == false ? secret : nil
+        var page: [String: (type: String, bytes: [UInt8])] = [:]
+        for (path, file, type) in [("/", "index.html", "text/html; charset=utf-8"), ("/app.js", "app.js", "text/javascript; charset=utf-8")] {
+            if let url = Bundle.module.url(forResource: "Web/\(file)", withExtension: nil), let data = try? Data(contentsOf: url) {
+                page[path] = (type, Array(data))
+            }
+        }
+        self.page = page
         echoes = LoopConfined([:])
         rooms = LoopConfined(RoomDirectory(limits: .init(maxRooms: limits.maxRooms, maxParticipantsPerRoom: limits.maxParticipantsPerRoom)))
     }
@@ -37,6 +46,9 @@ public final class HostAPI: Sendable {
             return .text(200, "ok\n")
         case ("OPTIONS", _):
             return corsPreflight()
+        case ("GET", _) where page[request.path] != nil:
+            guard let file = page[request.path] else { return .error(500, "page missing", detail: request.path) }
+            return HTTPResponse(status: 200, headers: [("Content-Type", file.type), ("Cache-Control", "no-cache")], body: file.bytes)
         case ("GET", 1) where path == ["metrics"]:
             return authorize(request, .admin(room: nil)) ?? metrics()
         case ("POST", 2) where path == ["v1", "echo"]:
