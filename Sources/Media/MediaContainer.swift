@@ -1,0 +1,106 @@
+internal import CAVFormat  // internal: LibAV's helpers take AVRational
+import Wire
+
+/// What an encoded packet in a recording holds. Tessera records and reads only VP8 and Opus.
+public enum MediaKind: String, Sendable, Hashable, CustomStringConvertible {
+    case video  // VP8
+    case audio  // Opus, 48 kHz
+
+    public var description: String { rawValue }
+}
+
+/// One encoded frame (VP8) or packet (Opus) with its time in the recording.
+public struct EncodedPacket: Sendable, Equatable {
+    public var kind: MediaKind
+    public var data: [UInt8]
+    /// Presentation time since the recording's start. An Opus stream's first packet may begin
+    /// slightly before zero: by its pre-skip, the encoder's look-ahead that decoders discard.
+    public var timestamp: Duration
+    /// A VP8 key frame; every Opus packet is one.
+    public var isKeyFrame: Bool
+
+    public init(kind: MediaKind, data: [UInt8], timestamp: Duration, isKeyFrame: Bool) {
+        self.kind = kind
+        self.data = data
+        self.timestamp = timestamp
+        self.isKeyFrame = isKeyFrame
+    }
+}
+
+/// Why a recording could not be written or a media file could not be read. Nothing in the
+/// container code traps on bad input or a failing disk: it throws one of these.
+public enum MediaContainerError: Error, Equatable, CustomStringConvertible {
+    /// The file to read does not exist (or is not readable).
+    case fileNotFound(path: String)
+    /// The file is a container other than WebM/Matroska, IVF or Ogg (the name libav gave it).
+    case unsupportedFormat(String)
+    /// The file holds neither a VP8 nor an Opus stream (the codecs it does hold).
+    case unsupportedCodec(String)
+    /// The bytes are not a valid container: libav's reason.
+    case corrupt(String)
+    /// A writer asked for something WebM or Tessera cannot record (no stream, a size out of range).
+    case invalidConfiguration(String)
+    /// A packet of a kind the recording has no stream for.
+    case noSuchStream(MediaKind)
+    /// An empty packet: neither VP8 nor Opus has one.
+    case emptyPacket(MediaKind)
+    /// A video recording must start with a key frame, or its first seconds cannot be decoded.
+    case firstVideoFrameIsNotKey
+    /// A packet earlier than the one before it in the same stream (or before the recording's
+    /// start). The packet is refused and the file stays valid; the caller may go on writing.
+    case timestampWentBackwards(MediaKind, previous: Duration, given: Duration)
+    /// Written to after `finish()`.
+    case finished
+    /// A libav call failed: which call, its error code and `av_strerror`'s text.
+    case libav(operation: String, code: Int32, message: String)
+
+    public var description: String {
+        switch self {
+        case .fileNotFound(let path): "no such media file: \(path)"
+        case .unsupportedFormat(let name): "unsupported container \(name): Tessera reads WebM, IVF and Ogg"
+        case .unsupportedCodec(let codecs): "no VP8 or Opus stream (found: \(codecs))"
+        case .corrupt(let reason): "corrupt media file: \(reason)"
+        case .invalidConfiguration(let reason): "cannot record: \(reason)"
+        case .noSuchStream(let kind): "the recording has no \(kind) stream"
+        case .emptyPacket(let kind): "empty \(kind) packet"
+        case .firstVideoFrameIsNotKey: "a recording's first video frame must be a key frame"
+        case .timestampWentBackwards(let kind, let previous, let given):
+            "\(kind) timestamp \(given) is before the previous one, \(previous)"
+        case .finished: "the recording is already finished"
+        case .libav(let operation, let code, let message): "\(operation) failed: \(message) (\(code))"
+        }
+    }
+}
+
+/// Shared libav plumbing for the writer and the reader.
+enum LibAV {
+    /// libav logs to stderr by default; Tessera reports every failure as a typed error instead,
+    /// so its log is switched off once, process-wide, before the first container is opened.
+    static let quiet: Void = av_log_set_level(AV_LOG_QUIET)
+
+    static func message(_ code: Int32) -> String {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 128) { buffer in
+            guard let base = buffer.baseAddress else { return "libav error \(code)" }
+            return String(cString: tessera_av_err2str(code, base, buffer.count))
+        }
+    }
+
+    static func error(_ operation: String, _ code: Int32) -> MediaContainerError {
+        .libav(operation: operation, code: code, message: message(code))
+    }
+
+    /// libav's URL for a local path: the `file:` protocol, so that a colon in a file name is
+    /// never read as another protocol.
+    static func fileURL(_ path: String) -> String { "file:" + path }
+
+    static let milliseconds = AVRational(num: 1, den: 1000)
+    static let nanoseconds = AVRational(num: 1, den: 1_000_000_000)
+
+    static func duration(_ value: Int64, in timeBase: AVRational) -> Duration {
+        .nanoseconds(av_rescale_q(value, timeBase, nanoseconds))
+    }
+
+    static func value(_ duration: Duration, in timeBase: AVRational) -> Int64 {
+        av_rescale_q(duration.nanosecondsClamped, nanoseconds, timeBase)
+    }
+}
