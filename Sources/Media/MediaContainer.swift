@@ -2,7 +2,7 @@ internal import CAVFormat  // internal: LibAV's helpers take AVRational
 import Wire
 
 /// What an encoded packet in a recording holds. Tessera records and reads only VP8 and Opus.
-public enum MediaKind: String, Sendable, Hashable, CustomStringConvertible {
+public enum PacketKind: String, Sendable, Hashable, CustomStringConvertible {
     case video  // VP8
     case audio  // Opus, 48 kHz
 
@@ -11,7 +11,7 @@ public enum MediaKind: String, Sendable, Hashable, CustomStringConvertible {
 
 /// One encoded frame (VP8) or packet (Opus) with its time in the recording.
 public struct EncodedPacket: Sendable, Equatable {
-    public var kind: MediaKind
+    public var kind: PacketKind
     public var data: [UInt8]
     /// Presentation time since the recording's start. An Opus stream's first packet may begin
     /// slightly before zero: by its pre-skip, the encoder's look-ahead that decoders discard.
@@ -19,7 +19,7 @@ public struct EncodedPacket: Sendable, Equatable {
     /// A VP8 key frame; every Opus packet is one.
     public var isKeyFrame: Bool
 
-    public init(kind: MediaKind, data: [UInt8], timestamp: Duration, isKeyFrame: Bool) {
+    public init(kind: PacketKind, data: [UInt8], timestamp: Duration, isKeyFrame: Bool) {
         self.kind = kind
         self.data = data
         self.timestamp = timestamp
@@ -41,14 +41,14 @@ public enum MediaContainerError: Error, Equatable, CustomStringConvertible {
     /// A writer asked for something WebM or Tessera cannot record (no stream, a size out of range).
     case invalidConfiguration(String)
     /// A packet of a kind the recording has no stream for.
-    case noSuchStream(MediaKind)
+    case noSuchStream(PacketKind)
     /// An empty packet: neither VP8 nor Opus has one.
-    case emptyPacket(MediaKind)
+    case emptyPacket(PacketKind)
     /// A video recording must start with a key frame, or its first seconds cannot be decoded.
     case firstVideoFrameIsNotKey
     /// A packet earlier than the one before it in the same stream (or before the recording's
     /// start). The packet is refused and the file stays valid; the caller may go on writing.
-    case timestampWentBackwards(MediaKind, previous: Duration, given: Duration)
+    case timestampWentBackwards(PacketKind, previous: Duration, given: Duration)
     /// Written to after `finish()`.
     case finished
     /// A libav call failed: which call, its error code and `av_strerror`'s text.

@@ -115,7 +115,7 @@ public final class MediaFileReader {
             }
             defer { av_packet_unref(packet) }
             let index = packet.pointee.stream_index
-            let kind: MediaKind
+            let kind: PacketKind
             if index == videoIndex {
                 kind = .video
             } else if index == audioIndex {

@@ -224,7 +224,7 @@ public final class WebMWriter {
         }
     }
 
-    private func write(_ bytes: [UInt8], to stream: inout Stream, kind: MediaKind, timestamp: Duration,
+    private func write(_ bytes: [UInt8], to stream: inout Stream, kind: PacketKind, timestamp: Duration,
                        isKeyFrame: Bool, duration: Int64) throws(MediaContainerError) {
         guard let context, let packet else { throw .finished }
         let time = LibAV.value(timestamp, in: stream.timeBase)

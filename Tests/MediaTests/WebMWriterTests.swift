@@ -42,7 +42,7 @@ import Wire
         #expect(readBack.video == MediaFileReader.VideoInfo(width: 320, height: 240))
         #expect(readBack.audio?.channels == 1 && readBack.audio?.preSkip == 312)
         let again = try readBack.readAll()
-        for kind in [MediaKind.video, .audio] {
+        for kind in [PacketKind.video, .audio] {
             let written = packets.filter { $0.kind == kind }, read = again.filter { $0.kind == kind }
             #expect(read.map(\.data) == written.map(\.data), "\(kind) bytes")
             #expect(read.map(\.isKeyFrame) == written.map(\.isKeyFrame), "\(kind) key frames")
