@@ -1,0 +1,82 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Brings a mix (a sum of Int16 sources, held in Int32 so that it never wraps) back into Int16
+/// range without hard clipping: a peak envelope (instant attack, 50 ms hold, 150 ms release)
+/// drives a gain whose soft knee starts at `threshold` and approaches `ceiling` without reaching
+/// it.
+///
+/// Below the threshold the mix passes unchanged. Above it, each sample is multiplied by
+/// `knee(envelope) / envelope`, where `knee` rises smoothly and saturates (tanh) at the ceiling;
+/// since no sample exceeds the envelope, none leaves the ceiling, and no look-ahead is needed.
+/// Because the gain follows the envelope rather than each sample, and the hold keeps it steady
+/// between the peaks of a periodic sound (voice, music, tones down to 20 Hz), a loud tone is
+/// turned down, not flattened: its peaks keep their shape. Only the rising edge of a new, louder
+/// peak is squeezed by the knee while the envelope climbs (the price of having no look-ahead). One limiter per output (each guest's mix has its
+/// own), since the envelope carries over from tick to tick.
+public struct SoftLimiter: Sendable {
+    /// Where gain reduction starts, as a fraction of Int16 full scale (about -2.5 dBFS).
+    public static let threshold: Float = 0.75
+    /// What the output approaches and never reaches, as a fraction of full scale (about -0.2 dBFS).
+    public static let ceiling: Float = 0.98
+    /// How long the envelope stays at a peak before it starts to fall.
+    public static let hold: Duration = .milliseconds(50)
+    /// The envelope then falls by 1/e in this long.
+    public static let release: Duration = .milliseconds(150)
+
+    /// The current peak envelope, as a fraction of full scale.
+    public private(set) var envelope: Float = 0
+    private let releasePerSample: Float
+    private var holdRemaining = 0
+    private static let holdSamples = 48_000 / 20
+
+    /// A limiter at rest (no gain reduction).
+    public init() {
+        releasePerSample = expf(-1 / (0.150 * 48_000))
+    }
+
+    /// Limits `mix` (interleaved, `channels` channels, linked: one gain for all channels) into
+    /// `output`, which must be as long.
+    public mutating func process(_ mix: UnsafeBufferPointer<Int32>, channels: Int, into output: UnsafeMutableBufferPointer<Int16>) {
+        precondition(output.count >= mix.count, "output as long as the mix")
+        let scale: Float = 1 / 32_768
+        let (threshold, ceiling) = (Self.threshold, Self.ceiling)
+        let kneeWidth = ceiling - threshold
+        var envelope = envelope
+        var index = 0
+        while index < mix.count {
+            var peak: Float = 0
+            for channel in 0..<channels where index + channel < mix.count {
+                peak = max(peak, abs(Float(mix[index + channel])) * scale)
+            }
+            if peak >= envelope {
+                envelope = peak
+                holdRemaining = Self.holdSamples
+            } else if holdRemaining > 0 {
+                holdRemaining -= 1
+            } else {
+                envelope = max(peak, envelope * releasePerSample)
+            }
+            var gain: Float = 1
+            if envelope > threshold {
+                gain = (threshold + kneeWidth * tanhf((envelope - threshold) / kneeWidth)) / envelope
+            }
+            for channel in 0..<channels where index + channel < mix.count {
+                let value = (Float(mix[index + channel]) * gain).rounded()
+                output[index + channel] = Int16(clamping: Int32(value))  // within the ceiling; clamps only NaN-free floats
+            }
+            index += channels
+        }
+        self.envelope = envelope
+    }
+
+    /// `mix` limited into a new array of Int16 samples.
+    public mutating func process(_ mix: [Int32], channels: Int = 1) -> [Int16] {
+        var output = [Int16](repeating: 0, count: mix.count)
+        mix.withUnsafeBufferPointer { mix in
+            output.withUnsafeMutableBufferPointer { process(mix, channels: channels, into: $0) }
+        }
+        return output
+    }
+}
