@@ -47,14 +47,26 @@ public struct MixMinus<Guest: Hashable> {
         var nextLimiters: [Guest: SoftLimiter] = [:]
         nextLimiters.reserveCapacity(senders.count)
         for (guest, index) in senders {
-            own.withUnsafeMutableBufferPointer { own in
-                for sample in own.indices { own[sample] = 0 }
-                add(frames[index].frame, into: own, channels: channels)
-            }
-            sum.withUnsafeBufferPointer { sum in
-                own.withUnsafeBufferPointer { own in
-                    minus.withUnsafeMutableBufferPointer { minus in
-                        for sample in minus.indices { minus[sample] = sum[sample] &- own[sample] }
+            let frame = frames[index].frame
+            if frame.channels == channels, frame.samples.count == minus.count {
+                // The usual case, in one pass: the sum less this guest's own samples.
+                sum.withUnsafeBufferPointer { sum in
+                    frame.samples.withUnsafeBufferPointer { own in
+                        minus.withUnsafeMutableBufferPointer { minus in
+                            for sample in minus.indices { minus[sample] = sum[sample] &- Int32(own[sample]) }
+                        }
+                    }
+                }
+            } else {
+                own.withUnsafeMutableBufferPointer { own in
+                    for sample in own.indices { own[sample] = 0 }
+                    add(frame, into: own, channels: channels)
+                }
+                sum.withUnsafeBufferPointer { sum in
+                    own.withUnsafeBufferPointer { own in
+                        minus.withUnsafeMutableBufferPointer { minus in
+                            for sample in minus.indices { minus[sample] = sum[sample] &- own[sample] }
+                        }
                     }
                 }
             }
@@ -94,6 +106,10 @@ func add(_ frame: AudioFrame, into mix: UnsafeMutableBufferPointer<Int32>, chann
     let count = min(mix.count / channels, frame.samplesPerChannel)
     let frameChannels = frame.channels
     frame.samples.withUnsafeBufferPointer { source in
+        if frameChannels == channels {
+            for index in 0..<count * channels { mix[index] &+= Int32(source[index]) }
+            return
+        }
         for sample in 0..<count {
             let target = sample * channels, origin = sample * frameChannels
             switch (frameChannels, channels) {

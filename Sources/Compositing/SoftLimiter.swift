@@ -12,8 +12,8 @@ import Glibc
 /// since no sample exceeds the envelope, none leaves the ceiling, and no look-ahead is needed.
 /// Because the gain follows the envelope rather than each sample, and the hold keeps it steady
 /// between the peaks of a periodic sound (voice, music, tones down to 20 Hz), a loud tone is
-/// turned down, not flattened: its peaks keep their shape. Only the rising edge of a new, louder
-/// peak is squeezed by the knee while the envelope climbs (the price of having no look-ahead). One limiter per output (each guest's mix has its
+/// turned down, not flattened: its peaks keep their shape. There is no look-ahead delay; the
+/// envelope steps per 16-sample block of the tick in hand (see `process`). One limiter per output (each guest's mix has its
 /// own), since the envelope carries over from tick to tick.
 public struct SoftLimiter: Sendable {
     /// Where gain reduction starts, as a fraction of Int16 full scale (about -2.5 dBFS).
@@ -36,37 +36,58 @@ public struct SoftLimiter: Sendable {
         releasePerSample = expf(-1 / (0.150 * 48_000))
     }
 
+    /// Samples per channel that share one envelope step and one gain.
+    static let blockLength = 16
+
     /// Limits `mix` (interleaved, `channels` channels, linked: one gain for all channels) into
     /// `output`, which must be as long.
+    ///
+    /// Works in blocks of 16 samples (a third of a millisecond): each block's envelope is at
+    /// least its loudest sample, so the gain is safe for every sample in it, and the block's
+    /// multiply runs without branches. The mix is in hand a whole tick at a time, so looking 16
+    /// samples ahead adds no delay.
     public mutating func process(_ mix: UnsafeBufferPointer<Int32>, channels: Int, into output: UnsafeMutableBufferPointer<Int16>) {
         precondition(output.count >= mix.count, "output as long as the mix")
         let scale: Float = 1 / 32_768
         let (threshold, ceiling) = (Self.threshold, Self.ceiling)
         let kneeWidth = ceiling - threshold
+        let blockSamples = Self.blockLength * channels
+        let releasePerBlock = powf(releasePerSample, Float(Self.blockLength))
         var envelope = envelope
-        var index = 0
-        while index < mix.count {
-            var peak: Float = 0
-            for channel in 0..<channels where index + channel < mix.count {
-                peak = max(peak, abs(Float(mix[index + channel])) * scale)
-            }
+        var (gain, gainEnvelope, blocksSinceGain) = (Float(1), -Float.infinity, 0)  // computed at the first block
+        var start = 0
+        while start < mix.count {
+            let end = min(start + blockSamples, mix.count)
+            var loudest: UInt32 = 0
+            for index in start..<end { loudest = max(loudest, mix[index].magnitude) }
+            let peak = Float(loudest) * scale
             if peak >= envelope {
                 envelope = peak
                 holdRemaining = Self.holdSamples
             } else if holdRemaining > 0 {
-                holdRemaining -= 1
+                holdRemaining -= Self.blockLength
             } else {
-                envelope = max(peak, envelope * releasePerSample)
+                envelope = max(peak, envelope * releasePerBlock)
             }
-            var gain: Float = 1
-            if envelope > threshold {
-                gain = (threshold + kneeWidth * tanhf((envelope - threshold) / kneeWidth)) / envelope
+            // knee(e) / e never rises with e, so a gain computed for a higher envelope than the
+            // current one only turns down a little more: recompute it when the envelope rises
+            // (an attack), otherwise every other block (tanhf is costly).
+            if envelope > gainEnvelope || blocksSinceGain >= 2 {
+                gainEnvelope = envelope
+                blocksSinceGain = 0
+                gain = envelope > threshold ? (threshold + kneeWidth * tanhf((envelope - threshold) / kneeWidth)) / envelope : 1
             }
-            for channel in 0..<channels where index + channel < mix.count {
-                let value = (Float(mix[index + channel]) * gain).rounded()
-                output[index + channel] = Int16(clamping: Int32(value))  // within the ceiling; clamps only NaN-free floats
+            blocksSinceGain += 1
+            if gain == 1 {
+                // Below the knee, so within Int16: a plain copy.
+                for index in start..<end { output[index] = Int16(truncatingIfNeeded: mix[index]) }
+            } else {
+                for index in start..<end {
+                    let value = Float(mix[index]) * gain
+                    output[index] = Int16(clamping: Int32(value + (value < 0 ? -0.5 : 0.5)))  // rounded; within the ceiling
+                }
             }
-            index += channels
+            start = end
         }
         self.envelope = envelope
     }

@@ -4,7 +4,9 @@ import Wire
 /// Whether a track can still carry media. A track ends for good (its participant left, or a
 /// compositor restarted and made a new output track); it never goes live again.
 public enum TrackReadyState: Sendable, Hashable {
+    /// Carrying media (or able to).
     case live
+    /// Ended for good: frames pushed are ignored, consumers show a placeholder or hear nothing.
     case ended
 }
 
@@ -154,6 +156,18 @@ public final class AudioTrack {
         var position = Int((writtenSamples + UInt64(skip)) % UInt64(capacity))
         ring.withUnsafeMutableBufferPointer { ring in
             audio.samples.withUnsafeBufferPointer { source in
+                if sourceChannels == trackChannels {
+                    // Straight copies, in at most two pieces around the ring's end.
+                    var sample = skip
+                    while sample < count {
+                        let piece = min(count - sample, capacity - position)
+                        let target = UnsafeMutableBufferPointer(rebasing: ring[position * trackChannels ..< (position + piece) * trackChannels])
+                        _ = target.initialize(from: source[sample * trackChannels ..< (sample + piece) * trackChannels])
+                        sample += piece
+                        position = (position + piece) % capacity
+                    }
+                    return
+                }
                 for sample in skip..<count {
                     let target = position * trackChannels
                     let origin = sample * sourceChannels
@@ -258,6 +272,11 @@ public struct AudioTrackReader {
         guard count > 0, track.writtenSamples - position >= UInt64(count) else { return false }
         let trackChannels = track.channels
         track.withSamples(from: position, count: count) { piece, offset in
+            if trackChannels == channels {
+                let start = offset * channels
+                for index in piece.indices { mix[start + index] &+= Int32(piece[index]) }
+                return
+            }
             let samples = piece.count / trackChannels
             for sample in 0..<samples {
                 let target = (offset + sample) * channels
