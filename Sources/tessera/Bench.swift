@@ -11,6 +11,12 @@ func runBenchmarks(_ arguments: ArraySlice<String>) {
     let all: [(name: String, run: () throws -> Measurement)] = [
         ("rtp", benchRTP), ("rtcp", benchRTCP), ("stun", benchSTUN), ("stun-check", benchSTUNCheck),
         ("srtp", benchSRTP), ("srtp-loop", benchSRTPLoop),
+        ("mix-10", benchMix10),
+        ("mix-100", benchMix100),
+        ("mix-1000", benchMix1000),
+        ("mixminus-10", benchMixMinus10),
+        ("mixminus-100", benchMixMinus100),
+        ("mixminus-1000", benchMixMinus1000),
     ]
     let wanted = arguments.isEmpty ? all.map(\.name) : Array(arguments)
     for name in wanted where !all.contains(where: { $0.name == name }) {

@@ -1,0 +1,209 @@
+import Media
+import Wire
+
+/// Draws one canvas per `tick(now:)` from a `CompositeTemplate`: the room's composite picture.
+///
+/// The seed's semantics hold exactly:
+/// - `outputTrack` is nil until `start()`; every `start()` makes a new output track and ends the
+///   old one, which sends nothing more.
+/// - `stop()` clears the template (`currentTemplate` becomes nil) and ends the output track.
+/// - `setTemplate(_:)` while running takes effect on the next picture.
+///
+/// Each tick fills the canvas with `background`, then draws each position in drawing order: the
+/// track's latest frame turned by its `rotation`, then scaled straight into the position's
+/// rectangle (`.fill` crops the centred excess, `.fit` leaves letterbox bars in the background
+/// colour), mirrored if asked. A position whose track is muted, ended, freed or stalled (no frame
+/// for 2 s) shows its placeholder, never a frozen frame. Tracks are held weakly, through the
+/// template. Sans-IO: the host's loop (or a manual clock) calls `tick(now:)` every 1/`fps`.
+/// Confined to its room's loop.
+public final class VideoCompositor {
+    /// Names the compositor's output tracks ("<id>/composite/1", … one per `start()`).
+    public let id: String
+    /// Pictures per second the host should tick at (1…60); the compositor itself keeps no time.
+    public var fps: Int {
+        didSet { fps = min(max(fps, 1), 60) }
+    }
+    /// The canvas size; a change takes effect on the next picture.
+    public var resolutionSize: VideoSize {
+        didSet {
+            resolutionSize = VideoSize(width: min(max(resolutionSize.width, 2), 16384),
+                                       height: min(max(resolutionSize.height, 2), 16384))
+        }
+    }
+    /// Shown where no tile is, in letterbox bars, and as the default placeholder.
+    public var background: YUVColor
+    /// Draws participant names (and the debug overlay's text) on tiles; nil draws no text.
+    public var labelRenderer: (any TileLabelRenderer)?
+    /// Draws on each position its track's id, resolution and frames drawn in the last second
+    /// (through `labelRenderer`; without one, a small marker and a bar as long as that rate).
+    public var showsDebugOverlay = false
+    /// Between `start()` and `stop()`.
+    public private(set) var isRunning = false
+    /// Where the pictures go: nil until `start()`, a new track on each `start()`.
+    public private(set) var outputTrack: VideoTrack?
+    /// The layout drawn on the next tick; nil after `stop()`.
+    public private(set) var currentTemplate: CompositeTemplate?
+
+    /// Two canvases drawn alternately: the output track holds the latest picture while the next
+    /// is drawn into the other, so neither is copied or reallocated in steady state.
+    private var canvases: [I420Frame?] = [nil, nil]
+    private var nextCanvas = 0
+    private var starts = 0
+    /// Per position of the current template: what was drawn, for the debug overlay.
+    private var tileStatistics: [TileStatistics] = []
+
+    /// A stopped compositor of `resolutionSize` pictures at `fps` on `background`.
+    public init(id: String = "video", resolutionSize: VideoSize = VideoSize(width: 1280, height: 720), fps: Int = 30,
+                background: YUVColor = YUVColor(hex: TemplateDescription.Canvas.defaultBackground) ?? .black) {
+        self.id = id
+        self.resolutionSize = VideoSize(width: min(max(resolutionSize.width, 2), 16384),
+                                        height: min(max(resolutionSize.height, 2), 16384))
+        self.fps = min(max(fps, 1), 60)
+        self.background = background
+    }
+
+    /// The time between ticks at `fps`.
+    public var tickInterval: Duration { .seconds(1) / fps }
+
+    /// Starts drawing into a new `outputTrack`; the previous output track (if any) ends. Calling
+    /// it while running keeps the template and only replaces the output track.
+    public func start() {
+        outputTrack?.end()
+        starts += 1
+        outputTrack = VideoTrack(id: "\(id)/composite/\(starts)")
+        isRunning = true
+    }
+
+    /// Stops: clears the template and ends the output track (`outputTrack` stays readable as an
+    /// ended track until the next `start()`).
+    public func stop() {
+        currentTemplate = nil
+        tileStatistics = []
+        outputTrack?.end()
+        isRunning = false
+        canvases = [nil, nil]
+    }
+
+    /// Uses `template` from the next picture on.
+    public func setTemplate(_ template: CompositeTemplate) {
+        currentTemplate = template
+        tileStatistics = Array(repeating: TileStatistics(), count: template.positions.count)
+    }
+
+    /// Draws one picture at `now` and pushes it to `outputTrack`. Does nothing while stopped.
+    public func tick(now: Instant) {
+        guard isRunning, let outputTrack else { return }
+        let size = resolutionSize
+        var canvas: I420Frame
+        if let kept = canvases[nextCanvas], kept.width == size.width, kept.height == size.height {
+            canvas = kept
+        } else {
+            canvas = I420Frame(width: size.width, height: size.height)
+        }
+        // Let go of the array's reference so that the buffer is unique and drawn in place.
+        canvases[nextCanvas] = nil
+        canvas.fill(canvas.bounds, with: background)
+        if let template = currentTemplate {
+            for (index, position) in template.positions.enumerated() {
+                drawTile(position, index: index, on: &canvas, now: now)
+            }
+        }
+        canvas.timestamp = now
+        outputTrack.push(canvas, now: now)
+        canvases[nextCanvas] = canvas
+        nextCanvas = 1 - nextCanvas
+    }
+
+    private func drawTile(_ position: VideoTrackPositionInfo, index: Int, on canvas: inout I420Frame, now: Instant) {
+        let tile = position.normalizedRect.pixels(in: VideoSize(width: canvas.width, height: canvas.height))
+        guard !tile.isEmpty else { return }
+        let track = position.track
+        if let track, var frame = track.latestFrame(now: now) {
+            frame = frame.rotated(track.rotation)
+            if position.mirror { frame = frame.mirrored() }
+            place(frame, in: tile, contentMode: position.contentMode, on: &canvas)
+            if index < tileStatistics.count { tileStatistics[index].drew(frameNumber: track.framesReceived, now: now) }
+        } else {
+            switch position.placeholder {
+            case .color(let color)?: canvas.fill(tile, with: color)
+            case .picture(let still)?: place(still, in: tile, contentMode: position.contentMode, on: &canvas)
+            case nil: canvas.fill(tile, with: background)
+            }
+        }
+        if let label = position.label, let labelRenderer {
+            labelRenderer.drawLabel(label, kind: .participantName, in: tile, on: &canvas)
+        }
+        if showsDebugOverlay {
+            let drawn = index < tileStatistics.count ? tileStatistics[index].framesDrawn(now: now) : 0
+            drawDebugOverlay(track: track, framesDrawn: drawn, in: tile, on: &canvas)
+        }
+    }
+
+    /// Scales `frame` straight into `tile` (no intermediate picture).
+    private func place(_ frame: I420Frame, in tile: PixelRect, contentMode: ContentMode, on canvas: inout I420Frame) {
+        let source = VideoSize(width: frame.width, height: frame.height)
+        switch contentMode {
+        case .fill:
+            canvas.draw(frame, from: TileGeometry.fillCrop(of: source, into: tile), at: tile)
+        case .fit:
+            let target = TileGeometry.fitRect(of: source, into: tile)
+            if target != tile { canvas.fill(tile, with: background) }  // the letterbox bars
+            canvas.draw(frame, at: target)
+        }
+    }
+
+    private func drawDebugOverlay(track: VideoTrack?, framesDrawn: Int, in tile: PixelRect, on canvas: inout I420Frame) {
+        if let labelRenderer {
+            let size = track?.frameSize.map { "\($0)" } ?? "no picture"
+            let text = "\(track?.id ?? "freed track") \(size) \(framesDrawn) fps"
+            labelRenderer.drawLabel(text, kind: .debugInfo, in: tile, on: &canvas)
+            return
+        }
+        // No text renderer: a white marker in the corner, and a bar 4 pixels per frame drawn.
+        let white = YUVColor(y: 235, u: 128, v: 128)
+        canvas.fill(PixelRect(x: tile.x + 4, y: tile.y + 4, width: 8, height: 8).clipped(to: tile), with: white)
+        if framesDrawn > 0 {
+            canvas.fill(PixelRect(x: tile.x + 16, y: tile.y + 6, width: 4 * framesDrawn, height: 4).clipped(to: tile), with: white)
+        }
+    }
+}
+
+/// Where a picture goes in a tile, for each content mode.
+enum TileGeometry {
+    /// `.fill`: the centred part of a `source`-sized picture that has `tile`'s aspect ratio (the
+    /// rest is cropped), to be scaled over the whole tile.
+    static func fillCrop(of source: VideoSize, into tile: PixelRect) -> PixelRect {
+        let scale = max(Double(tile.width) / Double(source.width), Double(tile.height) / Double(source.height))
+        let width = min(source.width, Int((Double(tile.width) / scale).rounded()))
+        let height = min(source.height, Int((Double(tile.height) / scale).rounded()))
+        return PixelRect(x: (source.width - width) / 2, y: (source.height - height) / 2, width: width, height: height)
+    }
+
+    /// `.fit`: the largest rectangle with the `source`'s aspect ratio inside `tile`, centred.
+    static func fitRect(of source: VideoSize, into tile: PixelRect) -> PixelRect {
+        let scale = min(Double(tile.width) / Double(source.width), Double(tile.height) / Double(source.height))
+        let width = min(tile.width, Int((Double(source.width) * scale).rounded()))
+        let height = min(tile.height, Int((Double(source.height) * scale).rounded()))
+        return PixelRect(x: tile.x + (tile.width - width) / 2, y: tile.y + (tile.height - height) / 2, width: width, height: height)
+    }
+}
+
+/// What one position drew lately, for the debug overlay.
+struct TileStatistics {
+    private var lastFrameNumber: UInt64?
+    private var drawTimes: [Instant] = []
+
+    /// Records that the frame numbered `frameNumber` was drawn at `now` (a frame drawn again is
+    /// not counted twice).
+    mutating func drew(frameNumber: UInt64, now: Instant) {
+        guard frameNumber != lastFrameNumber else { return }
+        lastFrameNumber = frameNumber
+        drawTimes.removeAll { now - $0 >= .seconds(1) }
+        drawTimes.append(now)
+    }
+
+    /// Distinct frames drawn in the second before `now`.
+    func framesDrawn(now: Instant) -> Int {
+        drawTimes.count { now - $0 < .seconds(1) }
+    }
+}
