@@ -112,11 +112,14 @@ public struct AudioJitterBuffer: Sendable {
     private var bufferingSince: Instant?
     private var jitterSeconds = 0.0
     private var lastArrival: (arrival: Instant, timestamp: UInt32)?
+    /// After a stall, the first slot not played: stragglers from before it are late.
+    private var resumeFloor: Int64?
     private var underrunTicks = 0
     private var ticksSinceSkip = 0
 
-    /// An empty buffer.
+    /// An empty buffer. The frame duration, clock rate and durations must be positive.
     public init(configuration: Configuration = Configuration()) {
+        precondition(configuration.frameDuration > .zero && configuration.clockRate > 0, "a frame lasts some time")
         self.configuration = configuration
         statistics.targetDepth = targetDepth
     }
@@ -136,7 +139,7 @@ public struct AudioJitterBuffer: Sendable {
         let extended = unwrap(sequenceNumber)
         updateJitter(timestamp: timestamp, arrival: arrival)
         defer { refreshDepth() }
-        if let next = nextToPlay, extended < next {
+        if let floor = nextToPlay ?? resumeFloor, extended < floor {
             statistics.late += 1
             return
         }
@@ -168,6 +171,7 @@ public struct AudioJitterBuffer: Sendable {
             // Underrun: keep the slot, so that a late packet still plays.
             underrunTicks += 1
             if configuration.frameDuration * underrunTicks >= configuration.stallTimeout {
+                resumeFloor = next
                 nextToPlay = nil
                 bufferingSince = nil
                 underrunTicks = 0
@@ -209,7 +213,8 @@ public struct AudioJitterBuffer: Sendable {
         let received = Double((arrival - last.arrival).nanosecondsClamped) / 1e9
         // A timestamp jump of more than 10 s is a new stream, not jitter.
         guard abs(sent) < 10 else { return }
-        jitterSeconds += (abs(received - sent) - jitterSeconds) / 16
+        // A difference beyond 10 s (a clock jump) counts as 10 s, so that J stays finite.
+        jitterSeconds += (min(abs(received - sent), 10) - jitterSeconds) / 16
         statistics.jitter = .nanoseconds(Int64(jitterSeconds * 1e9))
         statistics.targetDepth = targetDepth
     }

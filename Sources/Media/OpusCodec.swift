@@ -14,6 +14,7 @@ public enum OpusCodecError: Error, Equatable, Sendable, CustomStringConvertible 
     /// The packet is not Opus libopus can decode (empty, corrupt, too long).
     case corruptPacket(String)
 
+    /// What went wrong, in words for a log.
     public var description: String {
         switch self {
         case .invalidConfiguration(let why): "Opus: invalid configuration: \(why)"
@@ -91,12 +92,8 @@ public final class OpusEncoder {
         }
         self.encoder = encoder
         self.configuration = configuration
-        do {
-            try apply(configuration)
-        } catch {
-            opus_encoder_destroy(encoder)
-            throw error
-        }
+        // Fully initialized here: if a setting is refused, deinit destroys the encoder.
+        try apply(configuration)
     }
 
     deinit { opus_encoder_destroy(encoder) }

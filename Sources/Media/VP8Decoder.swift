@@ -37,11 +37,8 @@ public final class VP8Decoder {
         context.initialize(to: vpx_codec_ctx_t())
         var config = vpx_codec_dec_cfg_t(threads: UInt32(threads), w: 0, h: 0)
         let status = tessera_vpx_dec_init_vp8(context, &config, 0)
-        guard status == VPX_CODEC_OK else {
-            let text = vpxErrorText(nil, status)
-            context.deallocate()
-            throw .initializationFailed(text)
-        }
+        // Fully initialized here: if this throws, deinit frees the context.
+        guard status == VPX_CODEC_OK else { throw .initializationFailed(vpxErrorText(nil, status)) }
         isOpen = true
     }
 

@@ -21,6 +21,7 @@ public enum VP8CodecError: Error, Equatable, Sendable, CustomStringConvertible {
     /// frame (PLI) and show nothing until it comes.
     case corruptReference
 
+    /// What went wrong, in words for a log.
     public var description: String {
         switch self {
         case .invalidConfiguration(let why): "VP8: invalid configuration: \(why)"
@@ -87,16 +88,18 @@ public final class VP8Encoder {
         public var bitrate: Int
         /// Encoder threads (1 by default: one thread per stream and streams in parallel is cheaper).
         public var threads: Int
-        /// libvpx speed, -16...16; the magnitude counts (-16 fastest). -8 measured best here (see
-        /// `tessera bench vp8-cpu-used`): at 640x360 and 1280x720 it is about 1.5x cheaper than
-        /// -6 for the same CBR size, and -10...-16 save little more.
+        /// libvpx speed, -16...16 (negative: a fixed speed; -16 fastest). -6 measured best here
+        /// (`tessera bench vp8-cpu-used`, release, 1 thread, CBR, a panning texture): it costs
+        /// the same as -8 (1.8 ms a frame at 640x360 600 kbit/s, 5.5–6 ms at 1280x720 1.5 Mbit/s)
+        /// for 2.2 dB more luma PSNR at the same size; -4 costs twice as much for 0.6 dB more;
+        /// -10 saves 10–15% for 0.3 dB less than -8; -12 and -16 overshoot the CBR target.
         public var cpuUsed: Int
         /// At most this many frames between key frames (more come on request).
         public var keyFrameInterval: Int
 
         /// A configuration; the defaults are the host's compositor output.
         public init(width: Int, height: Int, framesPerSecond: Int = 30, bitrate: Int = 1_500_000, threads: Int = 1,
-                    cpuUsed: Int = -8, keyFrameInterval: Int = 3000) {
+                    cpuUsed: Int = -6, keyFrameInterval: Int = 3000) {
             self.width = width
             self.height = height
             self.framesPerSecond = framesPerSecond
@@ -140,12 +143,8 @@ public final class VP8Encoder {
         self.configuration = configuration
         context = .allocate(capacity: 1)
         context.initialize(to: vpx_codec_ctx_t())
-        do {
-            try open()
-        } catch {
-            context.deallocate()
-            throw error
-        }
+        // Fully initialized here: if opening fails, deinit frees the context.
+        try open()
     }
 
     deinit {
@@ -222,9 +221,10 @@ public final class VP8Encoder {
     }
 
     /// Encodes one picture. Usually one frame comes out; none if libvpx holds it back.
-    /// A picture of another size restarts the encoder at that size (the output is a key frame).
+    /// A picture of another size restarts the encoder at that size (the output is a key frame);
+    /// if that restart failed, the next picture tries again.
     public func encode(_ frame: I420Frame) throws(VP8CodecError) -> [EncodedVideoFrame] {
-        if frame.width != configuration.width || frame.height != configuration.height {
+        if !isOpen || frame.width != configuration.width || frame.height != configuration.height {
             try resize(width: frame.width, height: frame.height)
         }
         let pts = presentationTime(for: frame.timestamp)

@@ -133,6 +133,18 @@ func play(_ arrivals: [Arrival], buffer: inout AudioJitterBuffer, firstSequence:
         #expect(buffer.statistics.skippedForLatency > 0)
     }
 
+    @Test func afterAStallStragglersFromBeforeItAreLate() {
+        var buffer = AudioJitterBuffer()
+        // Packet 5's slot is passed (6 is there), the stream stalls after 9, and 5 turns up as
+        // the stream resumes.
+        var arrivals = (0..<10).filter { $0 != 5 }.map { Arrival(index: $0, at: 3 + 20 * $0) }
+        arrivals.append(Arrival(index: 5, at: 600))
+        arrivals += (10..<20).map { Arrival(index: $0, at: 603 + 20 * ($0 - 10)) }
+        let outputs = play(arrivals, buffer: &buffer, ticks: 45)
+        #expect(buffer.statistics.stalls == 1 && buffer.statistics.late == 1, "\(buffer.statistics)")
+        #expect(outputs.compactMap(packetIndex) == Array(0..<5) + Array(6..<20))
+    }
+
     @Test func sequenceNumbersWrapAroundInOrder() {
         var buffer = AudioJitterBuffer(configuration: .init(minimumDelay: .milliseconds(60)))
         // 65530 ... 65535, 0 ... 13, with 65535 and 0 swapped.

@@ -124,6 +124,10 @@ func energy(_ samples: [Int16]) -> Double { samples.reduce(0) { $0 + Double($1) 
             try encoder.encode(.silence(channels: 2))
         }
         #expect(throws: OpusCodecError.self) { try OpusEncoder(.init(channels: 3)) }
+        // Refused after libopus made the encoder: it is freed once (deinit), not twice.
+        #expect(throws: OpusCodecError.invalidConfiguration("bit rate 1 is outside 6000...510000")) {
+            try OpusEncoder(.init(bitrate: 1))
+        }
         #expect(throws: OpusCodecError.self) { try encoder.setBitrate(1) }
     }
 
