@@ -89,10 +89,11 @@ public final class VP8Encoder {
         /// Encoder threads (1 by default: one thread per stream and streams in parallel is cheaper).
         public var threads: Int
         /// libvpx speed, -16...16 (negative: a fixed speed; -16 fastest). -6 measured best here
-        /// (`tessera bench vp8-cpu-used`, release, 1 thread, CBR, a panning texture): it costs
-        /// the same as -8 (1.8 ms a frame at 640x360 600 kbit/s, 5.5–6 ms at 1280x720 1.5 Mbit/s)
-        /// for 2.2 dB more luma PSNR at the same size; -4 costs twice as much for 0.6 dB more;
-        /// -10 saves 10–15% for 0.3 dB less than -8; -12 and -16 overshoot the CBR target.
+        /// (`tessera bench vp8-cpu-used`, release, 1 thread, CBR, a panning texture, 3 runs on a
+        /// shared 2-core machine): at 640x360 600 kbit/s it costs what -8 costs (1.7–1.8 ms a
+        /// frame), at 1280x720 1.5 Mbit/s 0–15% more (median 6.1 ms against 5.9 ms), for 2.2–2.4
+        /// dB more luma PSNR at the same size. -4 costs twice as much for 0.6 dB more; -10 saves
+        /// 10–15% for 0.3 dB less than -8; -12 and -16 lose 3–5 dB and overshoot the CBR target.
         public var cpuUsed: Int
         /// At most this many frames between key frames (more come on request).
         public var keyFrameInterval: Int
