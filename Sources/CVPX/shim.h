@@ -19,4 +19,13 @@ static inline vpx_codec_err_t tessera_vpx_dec_init_vp8(vpx_codec_ctx_t *ctx, con
 static inline vpx_codec_err_t tessera_vpx_control_int(vpx_codec_ctx_t *ctx, int id, int value) {
     return vpx_codec_control_(ctx, id, value);
 }
+/// vpx_codec_control with a pointer argument (VP8D_GET_FRAME_CORRUPTED, VP8E_GET_LAST_QUANTIZER...).
+static inline vpx_codec_err_t tessera_vpx_control_int_pointer(vpx_codec_ctx_t *ctx, int id, int *value) {
+    return vpx_codec_control_(ctx, id, value);
+}
+/// Macros whose values Swift would otherwise have to spell out.
+static const unsigned long tessera_vpx_deadline_realtime = VPX_DL_REALTIME;
+static const vpx_enc_frame_flags_t tessera_vpx_eflag_force_kf = VPX_EFLAG_FORCE_KF;
+static const vpx_codec_frame_flags_t tessera_vpx_frame_is_key = VPX_FRAME_IS_KEY;
+static const int tessera_vpx_error_resilient_default = VPX_ERROR_RESILIENT_DEFAULT;
 #endif

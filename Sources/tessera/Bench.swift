@@ -11,12 +11,11 @@ func runBenchmarks(_ arguments: ArraySlice<String>) {
     let all: [(name: String, run: () throws -> Measurement)] = [
         ("rtp", benchRTP), ("rtcp", benchRTCP), ("stun", benchSTUN), ("stun-check", benchSTUNCheck),
         ("srtp", benchSRTP), ("srtp-loop", benchSRTPLoop),
-        ("mix-10", benchMix10),
-        ("mix-100", benchMix100),
-        ("mix-1000", benchMix1000),
-        ("mixminus-10", benchMixMinus10),
-        ("mixminus-100", benchMixMinus100),
-        ("mixminus-1000", benchMixMinus1000),
+        ("mix-10", benchMix10), ("mix-100", benchMix100), ("mix-1000", benchMix1000),
+        ("mixminus-10", benchMixMinus10), ("mixminus-100", benchMixMinus100), ("mixminus-1000", benchMixMinus1000),
+        ("vp8-encode-360p", benchVP8Encode360p), ("vp8-encode-720p", benchVP8Encode720p),
+        ("vp8-decode-360p", benchVP8Decode360p), ("vp8-decode-720p", benchVP8Decode720p), ("vp8-cpu-used", benchVP8CpuUsed),
+        ("opus-encode-10", benchOpusEncode10), ("opus-encode-5", benchOpusEncode5), ("opus-decode", benchOpusDecode),
     ]
     let wanted = arguments.isEmpty ? all.map(\.name) : Array(arguments)
     for name in wanted where !all.contains(where: { $0.name == name }) {
@@ -25,7 +24,7 @@ func runBenchmarks(_ arguments: ArraySlice<String>) {
     #if DEBUG
     print("bench: this is a debug build; use `swift run -c release tessera bench` for real figures")
     #endif
-    print("benchmark     what is measured" + String(repeating: " ", count: 46) + "median        (min .. max)")
+    print("benchmark       what is measured" + String(repeating: " ", count: 46) + "median        (min .. max)")
     for (name, run) in all where wanted.contains(name) {
         do {
             let result = try run()
@@ -45,9 +44,10 @@ struct Measurement {
     func line(name: String) -> String {
         let sorted = rounds.sorted()
         func format(_ value: Double) -> String {
-            value >= 1_000_000 ? String(format: "%.2f M", value / 1_000_000) : String(format: "%.0f k", value / 1_000)
+            value >= 1_000_000 ? String(format: "%.2f M", value / 1_000_000)
+                : value >= 10_000 ? String(format: "%.0f k", value / 1_000) : String(format: "%.0f ", value)
         }
-        return name.padding(toLength: 14, withPad: " ", startingAt: 0) + what.padding(toLength: 62, withPad: " ", startingAt: 0)
+        return name.padding(toLength: 16, withPad: " ", startingAt: 0) + what.padding(toLength: 62, withPad: " ", startingAt: 0)
             + "\(format(sorted[sorted.count / 2]))\(unit)".padding(toLength: 14, withPad: " ", startingAt: 0)
             + "(\(format(sorted[0])) .. \(format(sorted[sorted.count - 1])))"
     }

@@ -1,0 +1,166 @@
+import Foundation
+import Media
+import Wire
+
+// Codec benchmarks: what one frame of encode or decode costs on one thread, with the settings
+// the host uses. Each line's text ends with the cost of one frame and its size.
+
+/// Moving content that makes the encoder work: a smooth texture panning under a moving bar,
+/// `count` pictures made up front so that only coding is measured.
+func benchPictures(width: Int, height: Int, count: Int = 60) -> [I420Frame] {
+    var generator = SystemRandomNumberGenerator()
+    let (fieldWidth, fieldHeight) = ((width + 256) / 8, (height + 256) / 8)
+    let chroma = ((fieldWidth + 1) / 2) * ((fieldHeight + 1) / 2)
+    let bytes = (0..<(fieldWidth * fieldHeight + 2 * chroma)).map { _ in UInt8.random(in: 40...220, using: &generator) }
+    let field = (I420Frame(width: fieldWidth, height: fieldHeight, packed: bytes) ?? I420Frame(width: fieldWidth, height: fieldHeight))
+        .scaled(width: width + 256, height: height + 256)
+    return (0..<count).map { index in
+        var picture = field.cropped(to: PixelRect(x: (index * 4) % 256, y: (index * 2) % 256, width: width, height: height))
+        picture.fill(PixelRect(x: (index * width / count) & ~1, y: 0, width: width / 16, height: height),
+                     with: YUVColor(red: 250, green: 200, blue: 20))
+        picture.timestamp = .milliseconds(UInt64(index) * 33)
+        return picture
+    }
+}
+
+/// Encodes pictures in a loop; the text reports ms and bytes a frame.
+func benchVP8Encode(width: Int, height: Int, bitrate: Int, cpuUsed: Int = -6, threads: Int = 1,
+                    roundTime: Duration = .milliseconds(600)) throws -> (Measurement, msPerFrame: Double, bytesPerFrame: Double) {
+    let pictures = benchPictures(width: width, height: height)
+    let encoder = try VP8Encoder(.init(width: width, height: height, framesPerSecond: 30, bitrate: bitrate, threads: threads, cpuUsed: cpuUsed))
+    var index = 0, bytes = 0, frames = 0
+    // Settle the rate control first: a second of frames.
+    for picture in pictures.prefix(30) { _ = try encoder.encode(picture) }
+    let result = try measure("VP8 enc \(width)x\(height) \(bitrate / 1000)k cpu \(cpuUsed)", unit: " frame/s",
+                             roundTime: roundTime) {
+        var picture = pictures[index % pictures.count]
+        picture.timestamp = .milliseconds(UInt64(index + 30) * 33)
+        index += 1
+        for frame in try encoder.encode(picture) {
+            bytes += frame.data.count
+            frames += 1
+        }
+    }
+    let median = result.rounds.sorted()[result.rounds.count / 2]
+    return (result, 1000 / median, Double(bytes) / Double(max(1, frames)))
+}
+
+func describe(_ result: (Measurement, msPerFrame: Double, bytesPerFrame: Double)) -> Measurement {
+    Measurement(what: result.0.what + String(format: ": %.2f ms %.0f B", result.msPerFrame, result.bytesPerFrame),
+                unit: result.0.unit, rounds: result.0.rounds)
+}
+
+func benchVP8Encode360p() throws -> Measurement {
+    describe(try benchVP8Encode(width: 640, height: 360, bitrate: 600_000))
+}
+
+func benchVP8Encode720p() throws -> Measurement {
+    describe(try benchVP8Encode(width: 1280, height: 720, bitrate: 1_500_000))
+}
+
+/// cpu-used -4 ... -16 at 360p and 720p, one line each with the luma PSNR; returns the line of
+/// the default (-6, 720p).
+func benchVP8CpuUsed() throws -> Measurement {
+    var chosen: Measurement?
+    for (width, height, bitrate) in [(640, 360, 600_000), (1280, 720, 1_500_000)] {
+        for cpuUsed in [-4, -6, -8, -10, -12, -16] {
+            let result = describe(try benchVP8Encode(width: width, height: height, bitrate: bitrate, cpuUsed: cpuUsed,
+                                                     roundTime: .milliseconds(400)))
+            let psnr = try lumaPSNR(width: width, height: height, bitrate: bitrate, cpuUsed: cpuUsed)
+            print(result.line(name: "  cpu-used") + String(format: "  Y-PSNR %.2f dB", psnr))
+            if cpuUsed == -6 && width == 1280 { chosen = result }
+        }
+    }
+    guard let chosen else { throw BenchMediaError.noResult }
+    return chosen
+}
+
+enum BenchMediaError: Error { case noResult }
+
+/// The mean luma PSNR of 90 frames (3 s at 30 fps) through encoder and decoder, after the first 30.
+func lumaPSNR(width: Int, height: Int, bitrate: Int, cpuUsed: Int) throws -> Double {
+    let pictures = benchPictures(width: width, height: height)
+    let encoder = try VP8Encoder(.init(width: width, height: height, bitrate: bitrate, cpuUsed: cpuUsed))
+    let decoder = try VP8Decoder()
+    var total = 0.0, counted = 0
+    for index in 0..<120 {
+        var picture = pictures[index % pictures.count]
+        picture.timestamp = .milliseconds(UInt64(index) * 33)
+        for frame in try encoder.encode(picture) {
+            guard let decoded = try decoder.decode(frame.data), index >= 30 else { continue }
+            var squared = 0
+            for offset in 0..<(width * height) {
+                let difference = Int(decoded.data[offset]) - Int(picture.data[offset])
+                squared += difference * difference
+            }
+            let mse = max(Double(squared) / Double(width * height), 1e-3)
+            total += 10 * log10(255 * 255 / mse)
+            counted += 1
+        }
+    }
+    return total / Double(max(1, counted))
+}
+
+/// Decodes 720p frames made at 1.5 Mbit/s, in order, starting again at the key frame.
+func benchVP8Decode(width: Int, height: Int, bitrate: Int) throws -> Measurement {
+    let encoder = try VP8Encoder(.init(width: width, height: height, bitrate: bitrate))
+    let frames = try benchPictures(width: width, height: height).flatMap { try encoder.encode($0) }.map(\.data)
+    let decoder = try VP8Decoder()
+    var index = 0
+    let result = try measure("VP8 dec \(width)x\(height) \(bitrate / 1000)k", unit: " frame/s") {
+        consume(try decoder.decode(frames[index % frames.count]))
+        index += 1
+    }
+    let median = result.rounds.sorted()[result.rounds.count / 2]
+    let bytes = Double(frames.reduce(0) { $0 + $1.count }) / Double(frames.count)
+    return Measurement(what: result.what + String(format: ": %.2f ms %.0f B", 1000 / median, bytes), unit: result.unit, rounds: result.rounds)
+}
+
+func benchVP8Decode360p() throws -> Measurement { try benchVP8Decode(width: 640, height: 360, bitrate: 600_000) }
+func benchVP8Decode720p() throws -> Measurement { try benchVP8Decode(width: 1280, height: 720, bitrate: 1_500_000) }
+
+/// A second of voice-like audio: a 150 Hz buzz with harmonics, changing loudness, and noise.
+func benchSpeech(channels: Int = 1) -> [AudioFrame] {
+    var generator = SystemRandomNumberGenerator()
+    return (0..<50).map { index in
+        let samples = (0..<AudioFrame.samplesPer20ms).flatMap { offset -> [Int16] in
+            let t = Double(index * AudioFrame.samplesPer20ms + offset) / 48_000
+            let envelope = 0.5 + 0.5 * sin(2 * Double.pi * 3 * t)
+            var value = 0.0
+            for harmonic in 1...8 { value += sin(2 * Double.pi * 150 * Double(harmonic) * t) / Double(harmonic) }
+            let sample = Int16(clamping: Int(4000 * envelope * value) + Int.random(in: -300...300, using: &generator))
+            return [Int16](repeating: sample, count: channels)
+        }
+        return AudioFrame(channels: channels, samples: samples)
+    }
+}
+
+func benchOpusEncode(complexity: Int) throws -> Measurement {
+    let frames = benchSpeech()
+    let encoder = try OpusEncoder(.init(channels: 1, application: .voip, bitrate: 32_000, complexity: complexity, inbandFEC: true,
+                                        expectedPacketLossPercent: 10))
+    var index = 0, bytes = 0
+    let result = try measure("Opus enc 20 ms mono 32k FEC cx \(complexity)", unit: " frame/s") {
+        bytes += try encoder.encode(frames[index % frames.count]).count
+        index += 1
+    }
+    let median = result.rounds.sorted()[result.rounds.count / 2]
+    return Measurement(what: result.what + String(format: ": %.3f ms %.0f B", 1000 / median, Double(bytes) / Double(max(1, index))),
+                       unit: result.unit, rounds: result.rounds)
+}
+
+func benchOpusEncode10() throws -> Measurement { try benchOpusEncode(complexity: 10) }
+func benchOpusEncode5() throws -> Measurement { try benchOpusEncode(complexity: 5) }
+
+func benchOpusDecode() throws -> Measurement {
+    let encoder = try OpusEncoder(.init(channels: 1, application: .voip, bitrate: 32_000))
+    let packets = try benchSpeech().map { try encoder.encode($0) }
+    let decoder = try OpusDecoder(channels: 1)
+    var index = 0
+    let result = try measure("Opus dec 20 ms mono 32k", unit: " frame/s") {
+        consume(try decoder.decode(packets[index % packets.count]))
+        index += 1
+    }
+    let median = result.rounds.sorted()[result.rounds.count / 2]
+    return Measurement(what: result.what + String(format: ": %.3f ms", 1000 / median), unit: result.unit, rounds: result.rounds)
+}

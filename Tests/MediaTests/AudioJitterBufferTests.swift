@@ -1,0 +1,197 @@
+import Media
+import Testing
+import Wire
+import WireTesting
+
+/// A packet on a simulated network: which one, and when it arrives (ms).
+struct Arrival {
+    var index: Int
+    var at: Int
+}
+
+/// A stand-in Opus payload naming its packet: a SILK TOC (config 9, 20 ms wideband) and a first
+/// byte with the LBRR flag set or not, then the index.
+func payload(_ index: Int, fec: Bool = false) -> [UInt8] {
+    [0x48, fec ? 0x40 : 0x00, UInt8(index >> 8 & 0xFF), UInt8(index & 0xFF)]
+}
+
+func packetIndex(_ output: AudioJitterBuffer.Output) -> Int? {
+    guard case .packet(let bytes) = output, bytes.count == 4 else { return nil }
+    return Int(bytes[2]) << 8 | Int(bytes[3])
+}
+
+/// Runs `arrivals` through a buffer with ticks every 20 ms from `firstTick` for `ticks` ticks.
+func play(_ arrivals: [Arrival], buffer: inout AudioJitterBuffer, firstSequence: UInt16 = 1000, fec: Bool = false,
+          firstTick: Int = 10, ticks: Int) -> [AudioJitterBuffer.Output] {
+    let sorted = arrivals.sorted { $0.at < $1.at }
+    var next = 0
+    var outputs: [AudioJitterBuffer.Output] = []
+    for tick in 0..<ticks {
+        let now = firstTick + tick * 20
+        while next < sorted.count && sorted[next].at <= now {
+            let packet = sorted[next]
+            buffer.insert(payload: payload(packet.index, fec: fec), sequenceNumber: firstSequence &+ UInt16(truncatingIfNeeded: packet.index),
+                          timestamp: 5000 &+ UInt32(packet.index * 960), arrival: .milliseconds(UInt64(packet.at)))
+            next += 1
+        }
+        outputs.append(buffer.pop(now: .milliseconds(UInt64(now))))
+    }
+    return outputs
+}
+
+@Suite struct AudioJitterBufferTests {
+    @Test func anInOrderStreamPlaysEveryPacketOnce() {
+        var buffer = AudioJitterBuffer()
+        let outputs = play((0..<100).map { Arrival(index: $0, at: 3 + 20 * $0) }, buffer: &buffer, ticks: 100)
+        #expect(outputs.compactMap(packetIndex) == Array(0..<100))
+        #expect(buffer.statistics.played == 100 && buffer.statistics.concealed == 0 && buffer.statistics.late == 0)
+        #expect(buffer.statistics.targetDepth == .milliseconds(20))
+    }
+
+    @Test func beforeTheFirstPacketThereIsSilence() {
+        var buffer = AudioJitterBuffer()
+        #expect(buffer.pop(now: .milliseconds(0)) == .silence)
+        #expect(buffer.pop(now: .milliseconds(20)) == .silence)
+        #expect(buffer.statistics.silent == 2)
+    }
+
+    @Test func reorderingWithinTheDepthIsRepaired() {
+        var buffer = AudioJitterBuffer(configuration: .init(minimumDelay: .milliseconds(60)))
+        // Each even packet comes 25 ms late, after its odd successor.
+        let arrivals = (0..<100).map { Arrival(index: $0, at: 3 + 20 * $0 + ($0 % 2 == 0 ? 25 : 0)) }
+        let outputs = play(arrivals, buffer: &buffer, ticks: 105)
+        #expect(outputs.compactMap(packetIndex) == Array(0..<100))
+        #expect(buffer.statistics.late == 0)
+    }
+
+    @Test func aLostPacketIsConcealedInItsSlot() {
+        var buffer = AudioJitterBuffer(configuration: .init(minimumDelay: .milliseconds(40)))
+        let outputs = play((0..<30).filter { $0 != 10 }.map { Arrival(index: $0, at: 3 + 20 * $0) }, buffer: &buffer, ticks: 31)
+        let slot = outputs.firstIndex { packetIndex($0) == 9 }
+        #expect(slot.map { outputs[$0 + 1] } == .conceal)
+        #expect(slot.map { packetIndex(outputs[$0 + 2]) } == 11)
+        #expect(buffer.statistics.concealed == 1 && buffer.statistics.played == 29)
+    }
+
+    @Test func anUnderrunKeepsTheSlotSoALatePacketStillPlays() {
+        var buffer = AudioJitterBuffer()
+        let arrivals = (0..<30).map { Arrival(index: $0, at: 3 + 20 * $0 + ($0 == 10 ? 15 : 0)) }
+        let outputs = play(arrivals, buffer: &buffer, ticks: 31)
+        #expect(outputs.compactMap(packetIndex) == Array(0..<30))
+        #expect(buffer.statistics.concealed == 1 && buffer.statistics.late == 0)
+    }
+
+    @Test func aLostPacketWhoseSuccessorCarriesFECIsRecoveredFromIt() {
+        var buffer = AudioJitterBuffer(configuration: .init(minimumDelay: .milliseconds(40)))
+        let outputs = play((0..<30).filter { $0 != 10 }.map { Arrival(index: $0, at: 3 + 20 * $0) }, buffer: &buffer, fec: true, ticks: 30)
+        let slot = outputs.firstIndex { $0 == .packet(payload(9, fec: true)) }
+        #expect(slot.map { outputs[$0 + 1] } == .recoverWithFEC(nextPacket: payload(11, fec: true)))
+        #expect(slot.map { outputs[$0 + 2] } == .packet(payload(11, fec: true)))
+        #expect(buffer.statistics.recoveredWithFEC == 1 && buffer.statistics.concealed == 0)
+    }
+
+    @Test func jitterRaisesTheTargetAndTheDelayFollows() {
+        var steady = AudioJitterBuffer()
+        _ = play((0..<200).map { Arrival(index: $0, at: 3 + 20 * $0) }, buffer: &steady, ticks: 200)
+        var jittery = AudioJitterBuffer()
+        var generator = SeededGenerator(seed: 42)
+        let arrivals = (0..<200).map { Arrival(index: $0, at: 3 + 20 * $0 + Int.random(in: 0...60, using: &generator)) }
+        var depths: [Duration] = []
+        for tick in 0..<200 {
+            let now = 10 + 20 * tick
+            for arrival in arrivals where arrival.at <= now && arrival.at > now - 20 {
+                jittery.insert(payload: payload(arrival.index), sequenceNumber: UInt16(arrival.index), timestamp: UInt32(arrival.index * 960),
+                               arrival: .milliseconds(UInt64(arrival.at)))
+            }
+            _ = jittery.pop(now: .milliseconds(UInt64(now)))
+            depths.append(jittery.statistics.currentDepth)
+        }
+        #expect(steady.statistics.targetDepth == .milliseconds(20))
+        #expect(jittery.statistics.jitter > .milliseconds(10), "jitter \(jittery.statistics.jitter)")
+        #expect(jittery.statistics.targetDepth > .milliseconds(40), "target \(jittery.statistics.targetDepth)")
+        // Underruns grew the delay: later in the run it holds more than a frame, and losses to
+        // lateness stop.
+        let lateDepth = depths.suffix(50).reduce(Duration.zero, +) / 50
+        #expect(lateDepth >= .milliseconds(20), "mean depth \(lateDepth)")
+        #expect(jittery.statistics.played > 180, "\(jittery.statistics)")
+    }
+
+    @Test func aBurstBeyondTheMaximumDepthIsBoundedAndDrains() {
+        var buffer = AudioJitterBuffer()
+        // 10 packets in time, then nothing for a second, then 50 at once.
+        var arrivals = (0..<10).map { Arrival(index: $0, at: 3 + 20 * $0) }
+        arrivals += (10..<60).map { Arrival(index: $0, at: 1300) }
+        arrivals += (60..<400).map { Arrival(index: $0, at: 1300 + 20 * ($0 - 59)) }
+        let outputs = play(arrivals, buffer: &buffer, ticks: 80)
+        #expect(outputs.contains(.silence) && buffer.statistics.stalls == 1, "a second without packets is a stall")
+        // 400 ms of 20 ms packets are kept: 10...39 go at once, and more while it buffers anew.
+        #expect(buffer.statistics.dropped >= 30 && buffer.statistics.currentDepth <= .milliseconds(400), "\(buffer.statistics)")
+        let played = outputs.compactMap(packetIndex)
+        #expect(played.prefix(10) == Array(0..<10)[...] && played.dropFirst(10).allSatisfy { $0 >= 40 })
+        _ = play(arrivals.filter { $0.at > 1590 }, buffer: &buffer, firstTick: 10 + 80 * 20, ticks: 250)
+        #expect(buffer.statistics.currentDepth <= buffer.statistics.targetDepth + .milliseconds(40), "\(buffer.statistics)")
+        #expect(buffer.statistics.skippedForLatency > 0)
+    }
+
+    @Test func afterAStallStragglersFromBeforeItAreLate() {
+        var buffer = AudioJitterBuffer()
+        // Packet 5's slot is passed (6 is there), the stream stalls after 9, and 5 turns up as
+        // the stream resumes.
+        var arrivals = (0..<10).filter { $0 != 5 }.map { Arrival(index: $0, at: 3 + 20 * $0) }
+        arrivals.append(Arrival(index: 5, at: 600))
+        arrivals += (10..<20).map { Arrival(index: $0, at: 603 + 20 * ($0 - 10)) }
+        let outputs = play(arrivals, buffer: &buffer, ticks: 45)
+        #expect(buffer.statistics.stalls == 1 && buffer.statistics.late == 1, "\(buffer.statistics)")
+        #expect(outputs.compactMap(packetIndex) == Array(0..<5) + Array(6..<20))
+    }
+
+    @Test func sequenceNumbersWrapAroundInOrder() {
+        var buffer = AudioJitterBuffer(configuration: .init(minimumDelay: .milliseconds(60)))
+        // 65530 ... 65535, 0 ... 13, with 65535 and 0 swapped.
+        let arrivals = (0..<20).map { Arrival(index: $0, at: 3 + 20 * $0 + ($0 == 5 ? 25 : 0)) }
+        let outputs = play(arrivals, buffer: &buffer, firstSequence: 65530, ticks: 25)
+        #expect(outputs.compactMap(packetIndex) == Array(0..<20))
+        #expect(buffer.statistics.late == 0 && buffer.statistics.dropped == 0)
+    }
+
+    @Test func aPacketAfterItsSlotIsDiscardedAsLateAndDuplicatesAreIgnored() {
+        var buffer = AudioJitterBuffer()
+        var arrivals = (0..<20).filter { $0 != 5 }.map { Arrival(index: $0, at: 3 + 20 * $0) }
+        arrivals.append(Arrival(index: 5, at: 300))
+        arrivals.append(Arrival(index: 12, at: 245))
+        let outputs = play(arrivals, buffer: &buffer, ticks: 20)
+        #expect(!outputs.compactMap(packetIndex).contains(5))
+        #expect(outputs.compactMap(packetIndex).filter { $0 == 12 }.count == 1)
+        #expect(buffer.statistics.late == 1 && buffer.statistics.duplicates == 1)
+    }
+
+    @Test func theReceiverTurnsALossyJitteryToneIntoOneFramePerTick() throws {
+        let encoder = try OpusEncoder(.init(channels: 1, bitrate: 24_000, expectedPacketLossPercent: 10))
+        let receiver = try AudioReceiver(channels: 1)
+        var generator = SeededGenerator(seed: 9)
+        var packets: [(arrival: Int, sequence: UInt16, timestamp: UInt32, payload: [UInt8])] = []
+        for index in 0..<100 {
+            let payload = try encoder.encode(AudioFrame(samples: tone(440, frame: index)))
+            if index % 10 == 7 { continue }  // 10% loss
+            packets.append((20 * index + Int.random(in: 0...30, using: &generator), UInt16(index), UInt32(index * 960), payload))
+        }
+        packets.sort { $0.arrival < $1.arrival }
+        var heard: [Int16] = []
+        var next = 0
+        for tick in 0..<110 {
+            let now = 10 + 20 * tick
+            while next < packets.count && packets[next].arrival <= now {
+                let packet = packets[next]
+                receiver.receive(payload: packet.payload, sequenceNumber: packet.sequence, timestamp: packet.timestamp,
+                                 arrival: .milliseconds(UInt64(packet.arrival)))
+                next += 1
+            }
+            let frame = receiver.tick(now: .milliseconds(UInt64(now)))
+            #expect(frame.samples.count == 960)
+            if tick >= 10 && tick < 90 { heard += frame.samples }
+        }
+        #expect(goertzel(heard, frequency: 440) > 50 * goertzel(heard, frequency: 1000))
+        #expect(receiver.buffer.statistics.recoveredWithFEC > 0, "\(receiver.buffer.statistics)")
+        #expect(receiver.decodeErrors == 0)
+    }
+}
