@@ -1,4 +1,5 @@
 import Foundation
+import Compositing
 import Media
 import Server
 import Transport
@@ -8,7 +9,9 @@ let usage = """
     usage: tessera serve [--config Config/tessera.json]   run the host
            tessera token --room R --identity ID [--admin] [--ttl 1h] [--config FILE]
                                                           mint a join token from the config's auth.secret
-           tessera bench [wire]                           measure parse+serialize throughput
+           tessera compose --template T.json --out out.webm INPUT...
+                                                          compose recordings offline (inputs: WebM, IVF, Ogg)
+           tessera bench [NAME...]                        measure per-packet and per-frame throughput
            tessera version                                print the versions of the linked libraries
     """
 
@@ -84,6 +87,35 @@ func serve(_ arguments: ArraySlice<String>) -> Never {
     exit(0)
 }
 
+func compose(_ arguments: ArraySlice<String>) {
+    var named: [String] = []
+    var inputs: [String] = []
+    var rest = arguments
+    while let argument = rest.popFirst() {
+        if argument.hasPrefix("--") {
+            named.append(argument)
+            guard let value = rest.popFirst() else { fail("\(argument) needs a value") }
+            named.append(value)
+        } else {
+            inputs.append(argument)
+        }
+    }
+    let given = options(named[...], allowed: ["template", "out"])
+    guard let templatePath = given["template"], let output = given["out"] else { fail("compose needs --template and --out") }
+    let template: Data
+    do { template = try Data(contentsOf: URL(fileURLWithPath: templatePath)) } catch { fail("cannot read \(templatePath): \(error.localizedDescription)") }
+    do {
+        let summary = try OfflineComposer(templateJSON: template, inputPaths: inputs, outputPath: output).run()
+        let seconds = Double(summary.elapsed.components.seconds) + Double(summary.elapsed.components.attoseconds) / 1e18
+        let codecSeconds = Double(summary.codecTime.components.seconds) + Double(summary.codecTime.components.attoseconds) / 1e18
+        print(String(format: "compose: %@: %d frames, %.1f s of media in %.2f s (%.1f frames/s; codecs %.0f%% of the time)",
+                     output, summary.videoFramesComposed, Double(summary.duration.components.seconds), seconds,
+                     Double(summary.videoFramesComposed) / max(seconds, 0.001), 100 * codecSeconds / max(seconds, 0.001)))
+    } catch {
+        fail("compose: \(error.description)", status: 1)
+    }
+}
+
 func printVersions() {
     for (name, version) in TransportLibraries.versions + MediaLibraries.versions + ServerLibraries.versions {
         print("\(name): \(version)")
@@ -95,6 +127,7 @@ switch arguments.popFirst() {
 case "serve": serve(arguments)
 case "bench": runBenchmarks(arguments)
 case "token": token(arguments)
+case "compose": compose(arguments)
 case "version", "--version": printVersions()
 case "-h", "--help", "help": print(usage)
 case let other?: fail("unknown command \(other)\n\(usage)")

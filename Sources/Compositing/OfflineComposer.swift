@@ -1,0 +1,169 @@
+import Foundation
+import Media
+import Wire
+
+/// `tessera compose`: recordings composed offline into one WebM. Each input file is decoded into
+/// a video and an audio track, named by its file name without extension (`alice` for
+/// `alice.webm`); the template's positions name them as participants. The same VideoCompositor,
+/// AudioCompositor and TrackRecorder the host uses run on a manual clock, as fast as the CPU
+/// allows. The output holds the composed video and the mix of every input's audio.
+public final class OfflineComposer {
+    public enum ComposeError: Error, CustomStringConvertible {
+        case template(String)
+        case input(path: String, MediaContainerError)
+        case decoder(String)
+        case recording(RecordingError)
+
+        public var description: String {
+            switch self {
+            case .template(let why): "template: \(why)"
+            case .input(let path, let error): "\(path): \(error)"
+            case .decoder(let why): "decoder: \(why)"
+            case .recording(let error): "\(error)"
+            }
+        }
+    }
+
+    /// What a composition produced.
+    public struct Summary: Sendable {
+        public var duration: Duration
+        public var videoFramesComposed: Int
+        public var audioPacketsWritten: Int
+        public var inputFramesDecoded: Int
+        /// Wall time spent.
+        public var elapsed: Duration
+        /// The part of it spent decoding VP8 and in the recorder (encoding VP8 and Opus, muxing):
+        /// what the codecs cost, against the compositing itself.
+        public var codecTime: Duration
+    }
+
+    /// One input file: its reader, decoders and the tracks it feeds.
+    private final class Input {
+        let name: String
+        let path: String
+        let reader: MediaFileReader
+        var videoDecoder: VP8Decoder?
+        var audioDecoder: OpusDecoder?
+        let videoTrack: VideoTrack
+        let audioTrack: AudioTrack
+        var pending: EncodedPacket?
+        var finished = false
+
+        init(path: String) throws(ComposeError) {
+            self.path = path
+            name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+            do { reader = try MediaFileReader(path: path) } catch { throw .input(path: path, error) }
+            videoTrack = VideoTrack(id: "\(name)/camera")
+            audioTrack = AudioTrack(id: "\(name)/microphone")
+            do {
+                if reader.video != nil { videoDecoder = try VP8Decoder() }
+                if let audio = reader.audio { audioDecoder = try OpusDecoder(channels: audio.channels) }
+            } catch { throw .decoder("\(path): \(error)") }
+        }
+    }
+
+    private let description: TemplateDescription
+    private let inputs: [Input]
+    private let outputPath: String
+
+    /// Reads the template (the contract's JSON) and opens every input; nothing is written yet.
+    public init(templateJSON: Data, inputPaths: [String], outputPath: String) throws(ComposeError) {
+        do { description = try JSONDecoder().decode(TemplateDescription.self, from: templateJSON) } catch {
+            throw .template("\(error)")
+        }
+        do { try description.validate() } catch { throw .template(error.description) }
+        guard !inputPaths.isEmpty else { throw .template("no input files") }
+        var inputs: [Input] = []
+        for path in inputPaths { inputs.append(try Input(path: path)) }
+        let names = Set(inputs.map(\.name))
+        for (index, position) in description.positions.enumerated() where !names.contains(position.participant) {
+            throw .template("positions[\(index)].participant \"\(position.participant)\" names no input (inputs: \(names.sorted().joined(separator: ", ")))")
+        }
+        self.inputs = inputs
+        self.outputPath = outputPath
+    }
+
+    /// Composes the whole of the inputs into the output file.
+    public func run() throws(ComposeError) -> Summary {
+        let wallClock = ContinuousClock()
+        let began = wallClock.now
+        var codecTime = Duration.zero
+        let clock = ManualClock(start: .milliseconds(1_000))
+        let start = clock.now()
+        let canvas = description.canvas
+        let video = VideoCompositor(id: "compose", resolutionSize: canvas.size, fps: canvas.fps,
+                                    background: canvas.backgroundColor ?? .black)
+        let audio = AudioCompositor(id: "compose")
+        audio.autoOutputSilentBuffer = true
+        video.start()
+        audio.start()
+        for input in inputs { audio.addTrack(input.audioTrack) }
+        let positions = description.positions.compactMap { position -> VideoTrackPositionInfo? in
+            guard let input = inputs.first(where: { $0.name == position.participant }) else { return nil }
+            return VideoTrackPositionInfo(track: input.videoTrack, normalizedRect: position.rect, contentMode: position.contentMode,
+                                          label: input.name)
+        }
+        video.setTemplate(CompositeTemplate(positions: positions))
+        guard let videoOutput = video.outputTrack, let audioOutput = audio.outputTrack else {
+            throw .decoder("the compositors made no output tracks")
+        }
+        let recorder: TrackRecorder
+        do {
+            recorder = try TrackRecorder(path: outputPath, videoTrack: videoOutput, audioTrack: audioOutput,
+                                         configuration: .init(width: canvas.width, height: canvas.height, framesPerSecond: canvas.fps),
+                                         now: start)
+        } catch { throw .recording(error) }
+
+        var nextVideo = start, nextAudio = start
+        var framesDecoded = 0
+        var lastMediaTime = Duration.zero
+        while true {
+            let now = min(nextVideo, nextAudio)
+            clock.set(now)
+            // Feed every packet due by now into its track, timed by the file's clock.
+            var anyLeft = false
+            for input in inputs where !input.finished {
+                anyLeft = true
+                while true {
+                    if input.pending == nil {
+                        do { input.pending = try input.reader.nextPacket() } catch { throw .input(path: input.path, error) }
+                        if input.pending == nil { input.finished = true; break }
+                    }
+                    guard let packet = input.pending, start + packet.timestamp <= now else { break }
+                    input.pending = nil
+                    lastMediaTime = max(lastMediaTime, packet.timestamp)
+                    let at = start + packet.timestamp
+                    switch packet.kind {
+                    case .video:
+                        let began = wallClock.now
+                        let frame = try? input.videoDecoder?.decode(packet.data, timestamp: at)
+                        codecTime += wallClock.now - began
+                        if let frame = frame ?? nil {
+                            input.videoTrack.push(frame, now: at)
+                            framesDecoded += 1
+                        }
+                    case .audio:
+                        if let frame = try? input.audioDecoder?.decode(packet.data, timestamp: at) { input.audioTrack.push(frame, now: at) }
+                    }
+                }
+            }
+            if now == nextAudio {
+                audio.tick(now: now)
+                nextAudio = nextAudio + AudioCompositor.tickInterval
+            }
+            if now == nextVideo {
+                video.tick(now: now)
+                nextVideo = nextVideo + video.tickInterval
+            }
+            let began = wallClock.now
+            recorder.tick(now: now)
+            codecTime += wallClock.now - began
+            // Done once every input is read and its last moment has been composed.
+            if !anyLeft && now - start > lastMediaTime + video.tickInterval { break }
+        }
+        do { try recorder.stop() } catch { throw .recording(error) }
+        return Summary(duration: clock.now() - start, videoFramesComposed: recorder.videoFramesWritten,
+                       audioPacketsWritten: recorder.audioPacketsWritten, inputFramesDecoded: framesDecoded,
+                       elapsed: wallClock.now - began, codecTime: codecTime)
+    }
+}

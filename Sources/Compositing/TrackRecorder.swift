@@ -1,0 +1,169 @@
+import Media
+import Wire
+
+/// Why a recording could not start or go on.
+public enum RecordingError: Error, Equatable, CustomStringConvertible {
+    case nothingToRecord
+    case container(MediaContainerError)
+    case video(VP8CodecError)
+    case audio(OpusCodecError)
+
+    public var description: String {
+        switch self {
+        case .nothingToRecord: "a recording needs a video track, an audio track, or both"
+        case .container(let error): "recording file: \(error)"
+        case .video(let error): "recording video: \(error)"
+        case .audio(let error): "recording audio: \(error)"
+        }
+    }
+}
+
+/// Records a video track and an audio track into one WebM file (VP8 + Opus), as the seed's
+/// `TrackRecorder` does. Call `tick(now:)` at least as often as the video frame rate (the host's
+/// loop, or a manual clock when composing offline); `stop()` finishes the file.
+///
+/// Time: video frames carry their capture time on the host's clock, so a frame's position in the
+/// file is its time since the recording began; audio is placed by the samples read since then
+/// (48 kHz), which is the audio track's own clock. Both start at the recording's `now`, so they
+/// stay in sync while the tracks do. The file is written in clusters of at most a second, so one
+/// cut short by a crash plays up to about its last second.
+///
+/// A recorder records the tracks it was given: after a compositor restarts, its old output track
+/// has ended, this recorder finishes, and a new one must be made for the new output.
+public final class TrackRecorder {
+    public struct Configuration: Sendable, Equatable {
+        public var width: Int
+        public var height: Int
+        public var framesPerSecond: Int
+        public var videoBitrate: Int
+        public var audioBitrate: Int
+        public var audioChannels: Int
+
+        public init(width: Int = 1280, height: Int = 720, framesPerSecond: Int = 30, videoBitrate: Int = 2_000_000,
+                    audioBitrate: Int = 64_000, audioChannels: Int = 1) {
+            self.width = width
+            self.height = height
+            self.framesPerSecond = framesPerSecond
+            self.videoBitrate = videoBitrate
+            self.audioBitrate = audioBitrate
+            self.audioChannels = audioChannels
+        }
+    }
+
+    public let path: String
+    public let configuration: Configuration
+    /// False once `stop()` ran or a track ended.
+    public private(set) var isRecording = true
+    public private(set) var videoFramesWritten = 0
+    public private(set) var audioPacketsWritten = 0
+    /// Writes that failed (a frame or packet lost, the recording goes on).
+    public private(set) var errors: [RecordingError] = []
+
+    private weak var videoTrack: VideoTrack?
+    private var audioReader: AudioTrackReader?
+    private let writer: WebMWriter
+    private let videoEncoder: VP8Encoder?
+    private let audioEncoder: OpusEncoder?
+    private let start: Instant
+    private var lastVideoTime: Instant?
+    private var audioSamplesWritten: Int64 = 0
+    private var waitingForKeyFrame = true
+
+    public init(path: String, videoTrack: VideoTrack?, audioTrack: AudioTrack?, configuration: Configuration = Configuration(),
+                now: Instant) throws(RecordingError) {
+        guard videoTrack != nil || audioTrack != nil else { throw .nothingToRecord }
+        self.path = path
+        self.configuration = configuration
+        self.videoTrack = videoTrack
+        audioReader = audioTrack?.makeReader()
+        start = now
+        if videoTrack != nil {
+            do {
+                videoEncoder = try VP8Encoder(VP8Encoder.Configuration(width: configuration.width, height: configuration.height,
+                                                                       framesPerSecond: configuration.framesPerSecond,
+                                                                       bitrate: configuration.videoBitrate))
+            } catch { throw .video(error) }
+        } else {
+            videoEncoder = nil
+        }
+        if audioTrack != nil {
+            do {
+                audioEncoder = try OpusEncoder(OpusEncoder.Configuration(channels: configuration.audioChannels, application: .audio,
+                                                                         bitrate: configuration.audioBitrate))
+            } catch { throw .audio(error) }
+        } else {
+            audioEncoder = nil
+        }
+        do {
+            writer = try WebMWriter(
+                path: path,
+                video: videoTrack.map { _ in WebMWriter.VideoTrack(width: configuration.width, height: configuration.height) },
+                audio: audioTrack.map { _ in WebMWriter.AudioTrack(channels: configuration.audioChannels) })
+        } catch { throw .container(error) }
+    }
+
+    deinit { try? writer.finish() }
+
+    /// Encodes and writes what the tracks have produced since the last tick.
+    public func tick(now: Instant) {
+        guard isRecording else { return }
+        if let videoTrack, videoTrack.readyState == .ended { return finishQuietly() }
+        if let track = audioReader?.track, track.readyState == .ended { return finishQuietly() }
+        recordVideo(now: now)
+        recordAudio()
+    }
+
+    /// Finishes the file (cues and duration written). Idempotent.
+    public func stop() throws(RecordingError) {
+        guard isRecording else { return }
+        isRecording = false
+        do { try writer.finish() } catch { throw .container(error) }
+    }
+
+    private func finishQuietly() {
+        do { try stop() } catch { errors.append(error) }
+    }
+
+    private func recordVideo(now: Instant) {
+        guard let videoEncoder, let track = videoTrack, let frame = track.latestFrame(now: now) else { return }
+        // A frame is written once, and only if it is newer than the last.
+        if let lastVideoTime, frame.timestamp <= lastVideoTime { return }
+        guard frame.timestamp >= start else { return }
+        lastVideoTime = frame.timestamp
+        let picture = frame.width == configuration.width && frame.height == configuration.height
+            ? frame : frame.scaled(width: configuration.width, height: configuration.height)
+        if waitingForKeyFrame { videoEncoder.requestKeyFrame() }
+        do {
+            for encoded in try videoEncoder.encode(picture) {
+                if waitingForKeyFrame && !encoded.isKeyFrame { continue }
+                waitingForKeyFrame = false
+                try writer.writeVideo(encoded.data, isKeyFrame: encoded.isKeyFrame, timestamp: frame.timestamp - start)
+                videoFramesWritten += 1
+            }
+        } catch let error as VP8CodecError {
+            errors.append(.video(error))
+        } catch let error as MediaContainerError {
+            errors.append(.container(error))
+        } catch {
+            return
+        }
+    }
+
+    private func recordAudio() {
+        guard let audioEncoder, audioReader != nil else { return }
+        while let frame = audioReader?.nextFrame(channels: configuration.audioChannels) {
+            let timestamp = Duration.microseconds(audioSamplesWritten * 1_000_000 / Int64(AudioFrame.sampleRate))
+            audioSamplesWritten += Int64(frame.samplesPerChannel)
+            do {
+                try writer.writeAudio(try audioEncoder.encode(frame), timestamp: timestamp)
+                audioPacketsWritten += 1
+            } catch let error as OpusCodecError {
+                errors.append(.audio(error))
+            } catch let error as MediaContainerError {
+                errors.append(.container(error))
+            } catch {
+                return
+            }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Compose throughput: N inputs of 640x360 VP8 (30 fps, 10 s, each its own colour and tone) into a
+# 1280x720 grid at 30 fps, by `tessera compose` and by a GStreamer pipeline doing the same work
+# (vp8dec ! compositor ! vp8enc with the same encoder settings), 3 runs each, medians.
+#   scripts/bench-compose.sh [N...]     (default: 4 9 16)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+setup_test
+cd "$TESSERA_ROOT"
+swift build -c release --product tessera >/dev/null
+TESSERA=.build/release/tessera
+WORK=${BENCH_DIR:-/tmp/tessera-bench-compose}
+mkdir -p "$WORK"
+COLORS=(red green blue yellow magenta cyan white orange purple pink brown gray navy olive teal maroon)
+SECONDS_OF_MEDIA=10
+counts=("$@")
+[ ${#counts[@]} -gt 0 ] || counts=(4 9 16)
+
+# Inputs: made once, kept between runs.
+for i in $(seq 0 15); do
+    file="$WORK/in$i.webm"
+    [ -f "$file" ] && continue
+    ffmpeg -v error -f lavfi -i "color=c=${COLORS[$i]}:size=640x360:rate=30,drawbox=x=mod(t*80\,600):y=150:w=40:h=60:color=black:t=fill" \
+        -f lavfi -i "sine=frequency=$((300 + 60 * i)):sample_rate=48000" -t "$SECONDS_OF_MEDIA" \
+        -c:v libvpx -deadline realtime -cpu-used 8 -b:v 600k -g 60 -c:a libopus -b:a 32k -ac 1 "$file"
+done
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+for n in "${counts[@]}"; do
+    side=$(python3 -c "import math; print(math.ceil(math.sqrt($n)))")
+    # The template: an even grid, as the contract's JSON.
+    python3 - "$n" "$side" > "$WORK/grid$n.json" <<'PY'
+import json, sys
+n, side = int(sys.argv[1]), int(sys.argv[2])
+positions = [{"participant": f"in{i}", "source": "camera", "contentMode": "fill",
+              "rect": {"x": (i % side) / side, "y": (i // side) / side, "width": 1 / side, "height": 1 / side}} for i in range(n)]
+print(json.dumps({"canvas": {"width": 1280, "height": 720, "fps": 30, "background": "#101010"}, "positions": positions}))
+PY
+    inputs=()
+    for i in $(seq 0 $((n - 1))); do inputs+=("$WORK/in$i.webm"); done
+
+    tessera_fps=() gst_fps=() shares=()
+    for run in 1 2 3; do
+        line=$($TESSERA compose --template "$WORK/grid$n.json" --out "$WORK/out$n.webm" "${inputs[@]}")
+        tessera_fps+=("$(echo "$line" | sed -E 's/.*\(([0-9.]+) frames\/s.*/\1/')")
+        shares+=("$(echo "$line" | sed -E 's/.*codecs ([0-9]+)%.*/\1/')")
+
+        # GStreamer: the same grid, decoder, scaler, compositor and VP8 encoder settings.
+        tile_w=$((1280 / side)) tile_h=$((720 / side))
+        pipeline="compositor name=mix background=black"
+        for i in $(seq 0 $((n - 1))); do
+            pipeline+=" sink_$i::xpos=$(( (i % side) * tile_w )) sink_$i::ypos=$(( (i / side) * tile_h )) sink_$i::width=$tile_w sink_$i::height=$tile_h"
+        done
+        pipeline+=" ! video/x-raw,width=1280,height=720,framerate=30/1 ! vp8enc deadline=1 cpu-used=8 end-usage=cbr target-bitrate=2000000 threads=1 error-resilient=default ! webmmux ! filesink location=$WORK/gst$n.webm"
+        for i in $(seq 0 $((n - 1))); do
+            pipeline+=" filesrc location=${inputs[$i]} ! matroskademux ! vp8dec ! videoconvert ! mix.sink_$i"
+        done
+        start=$(date +%s.%N)
+        # shellcheck disable=SC2086
+        gst-launch-1.0 -q $pipeline >/dev/null
+        end=$(date +%s.%N)
+        gst_fps+=("$(python3 -c "print(round($SECONDS_OF_MEDIA * 30 / ($end - $start), 1))")")
+    done
+    t=$(printf '%s\n' "${tessera_fps[@]}" | median)
+    g=$(printf '%s\n' "${gst_fps[@]}" | median)
+    s=$(printf '%s\n' "${shares[@]}" | median)
+    printf 'compose %2d inputs: tessera %6.1f frames/s (codecs %s%% of its time), gstreamer %6.1f frames/s, ratio %.2f\n' \
+        "$n" "$t" "$s" "$g" "$(python3 -c "print($t / $g)")"
+done
