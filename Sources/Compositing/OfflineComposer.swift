@@ -83,8 +83,9 @@ public final class OfflineComposer {
         self.outputPath = outputPath
     }
 
-    /// Composes the whole of the inputs into the output file.
-    public func run() throws(ComposeError) -> Summary {
+    /// Composes the whole of the inputs into the output file: as fast as the CPU allows, or, with
+    /// `realtime`, no faster than the media plays (for watching a file grow, or testing a cut).
+    public func run(realtime: Bool = false) throws(ComposeError) -> Summary {
         let wallClock = ContinuousClock()
         let began = wallClock.now
         var codecTime = Duration.zero
@@ -120,6 +121,10 @@ public final class OfflineComposer {
         while true {
             let now = min(nextVideo, nextAudio)
             clock.set(now)
+            if realtime {
+                let ahead = (now - start) - (wallClock.now - began)
+                if ahead > .zero { Thread.sleep(forTimeInterval: Double(ahead.nanosecondsClamped) / 1e9) }
+            }
             // Feed every packet due by now into its track, timed by the file's clock.
             var anyLeft = false
             for input in inputs where !input.finished {

@@ -1,4 +1,7 @@
 private import CYUV
+#if canImport(Glibc)
+import Glibc
+#endif
 import Wire
 
 /// A colour in Y'CbCr (BT.601 limited range, as VP8 and libyuv use).
@@ -103,10 +106,15 @@ public struct I420Frame: Sendable, Equatable {
         self.width = width
         self.height = height
         self.timestamp = timestamp
-        let chroma = ((width + 1) / 2) * ((height + 1) / 2)
-        data = [UInt8](repeating: color.y, count: width * height)
-        data.append(contentsOf: repeatElement(color.u, count: chroma))
-        data.append(contentsOf: repeatElement(color.v, count: chroma))
+        let luma = width * height, chroma = ((width + 1) / 2) * ((height + 1) / 2)
+        // memset: a frame is made per picture, and element loops are slow in debug builds.
+        data = [UInt8](unsafeUninitializedCapacity: luma + 2 * chroma) { buffer, count in
+            guard let base = buffer.baseAddress else { return }
+            memset(base, Int32(color.y), luma)
+            memset(base + luma, Int32(color.u), chroma)
+            memset(base + luma + chroma, Int32(color.v), chroma)
+            count = luma + 2 * chroma
+        }
     }
 
     /// A picture from planes already packed as this type packs them; nil when the size is wrong.

@@ -9,7 +9,7 @@ let usage = """
     usage: tessera serve [--config Config/tessera.json]   run the host
            tessera token --room R --identity ID [--admin] [--ttl 1h] [--config FILE]
                                                           mint a join token from the config's auth.secret
-           tessera compose --template T.json --out out.webm INPUT...
+           tessera compose --template T.json --out out.webm [--realtime] INPUT...
                                                           compose recordings offline (inputs: WebM, IVF, Ogg)
            tessera bench [NAME...]                        measure per-packet and per-frame throughput
            tessera version                                print the versions of the linked libraries
@@ -91,8 +91,11 @@ func compose(_ arguments: ArraySlice<String>) {
     var named: [String] = []
     var inputs: [String] = []
     var rest = arguments
+    var realtime = false
     while let argument = rest.popFirst() {
-        if argument.hasPrefix("--") {
+        if argument == "--realtime" {
+            realtime = true
+        } else if argument.hasPrefix("--") {
             named.append(argument)
             guard let value = rest.popFirst() else { fail("\(argument) needs a value") }
             named.append(value)
@@ -105,7 +108,7 @@ func compose(_ arguments: ArraySlice<String>) {
     let template: Data
     do { template = try Data(contentsOf: URL(fileURLWithPath: templatePath)) } catch { fail("cannot read \(templatePath): \(error.localizedDescription)") }
     do {
-        let summary = try OfflineComposer(templateJSON: template, inputPaths: inputs, outputPath: output).run()
+        let summary = try OfflineComposer(templateJSON: template, inputPaths: inputs, outputPath: output).run(realtime: realtime)
         let seconds = Double(summary.elapsed.components.seconds) + Double(summary.elapsed.components.attoseconds) / 1e18
         let codecSeconds = Double(summary.codecTime.components.seconds) + Double(summary.codecTime.components.attoseconds) / 1e18
         print(String(format: "compose: %@: %d frames, %.1f s of media in %.2f s (%.1f frames/s; codecs %.0f%% of the time)",

@@ -1,0 +1,112 @@
+import Compositing
+import Foundation
+import Testing
+
+/// Runs a tool from Debian's ffmpeg package and returns its standard output.
+func runTool(_ tool: String, _ arguments: [String]) throws -> Data {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/\(tool)")
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return data
+}
+
+/// Three recordings, each a solid colour and a tone, made by ffmpeg (VP8 + Opus in WebM).
+struct ComposeInputs {
+    static let people = [("alice", "red", 440.0), ("bob", "lime", 660.0), ("carol", "blue", 880.0)]
+    let directory: URL
+
+    init(seconds: Int = 3) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("compose-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for (name, colour, hz) in Self.people {
+            _ = try runTool("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "color=c=\(colour):size=640x360:rate=30",
+                                       "-f", "lavfi", "-i", "sine=frequency=\(Int(hz)):sample_rate=48000", "-t", "\(seconds)",
+                                       "-c:v", "libvpx", "-deadline", "realtime", "-b:v", "400k", "-c:a", "libopus", "-ac", "1",
+                                       directory.appendingPathComponent("\(name).webm").path])
+        }
+    }
+
+    var paths: [String] { Self.people.map { directory.appendingPathComponent("\($0.0).webm").path } }
+
+    /// alice fills the left half, bob fits the top right, carol fills the bottom right.
+    static let template = Data("""
+        {"canvas": {"width": 1280, "height": 720, "fps": 30, "background": "#101010"},
+         "positions": [
+           {"participant": "alice", "rect": {"x": 0, "y": 0, "width": 0.5, "height": 1}, "contentMode": "fill"},
+           {"participant": "bob", "rect": {"x": 0.5, "y": 0, "width": 0.5, "height": 0.5}, "contentMode": "fit"},
+           {"participant": "carol", "rect": {"x": 0.5, "y": 0.5, "width": 0.5, "height": 0.5}, "contentMode": "fill"}]}
+        """.utf8)
+}
+
+/// The power of `frequency` in `samples` (Goertzel), normalized by the length.
+func tonePower(_ samples: [Int16], frequency: Double, sampleRate: Double = 48_000) -> Double {
+    let coefficient = 2 * cos(2 * Double.pi * frequency / sampleRate)
+    var s1 = 0.0, s2 = 0.0
+    for sample in samples {
+        let s0 = Double(sample) + coefficient * s1 - s2
+        s2 = s1
+        s1 = s0
+    }
+    return (s1 * s1 + s2 * s2 - coefficient * s1 * s2) / Double(samples.count)
+}
+
+@Suite(.serialized) struct ComposeOutputTests {
+    @Test func theComposedFilePlaysWithEachColourInItsSlotAndEveryTone() throws {
+        let inputs = try ComposeInputs()
+        defer { try? FileManager.default.removeItem(at: inputs.directory) }
+        let output = inputs.directory.appendingPathComponent("out.webm").path
+        let summary = try OfflineComposer(templateJSON: ComposeInputs.template, inputPaths: inputs.paths, outputPath: output).run()
+        #expect(summary.videoFramesComposed >= 85)
+
+        // ffprobe: VP8 and Opus, and the inputs' 3 s within 100 ms.
+        let probe = try JSONSerialization.jsonObject(with: runTool("ffprobe", ["-v", "error", "-show_streams", "-show_format", "-of", "json", output])) as? [String: Any]
+        let codecs = Set(((probe?["streams"] as? [[String: Any]]) ?? []).compactMap { $0["codec_name"] as? String })
+        #expect(codecs == ["vp8", "opus"])
+        let duration = Double(((probe?["format"] as? [String: Any])?["duration"] as? String) ?? "") ?? 0
+        #expect(abs(duration - 3.0) < 0.1, "duration \(duration)")
+
+        // A decoded picture: each slot's centre has its person's colour.
+        let rgb = try [UInt8](runTool("ffmpeg", ["-v", "error", "-ss", "1.5", "-i", output, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]))
+        #expect(rgb.count == 1280 * 720 * 3)
+        func colour(x: Int, y: Int) -> (Int, Int, Int) {
+            let at = (y * 1280 + x) * 3
+            return (Int(rgb[at]), Int(rgb[at + 1]), Int(rgb[at + 2]))
+        }
+        let (ar, ag, ab) = colour(x: 320, y: 360), (br, bg, bb) = colour(x: 960, y: 180), (cr, cg, cb) = colour(x: 960, y: 540)
+        #expect(ar > 200 && ag < 60 && ab < 60, "alice's slot is red: \(ar) \(ag) \(ab)")
+        #expect(bg > 200 && br < 60 && bb < 60, "bob's slot is green: \(br) \(bg) \(bb)")
+        #expect(cb > 200 && cr < 60 && cg < 60, "carol's slot is blue: \(cr) \(cg) \(cb)")
+
+        // The decoded mix holds every tone, and not a frequency nobody sent.
+        let pcm = try runTool("ffmpeg", ["-v", "error", "-i", output, "-f", "s16le", "-ac", "1", "-ar", "48000", "-"])
+        let samples = pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let middle = Array(samples[48_000..<96_000])
+        let absent = tonePower(middle, frequency: 1_250)
+        for (name, _, hz) in ComposeInputs.people {
+            #expect(tonePower(middle, frequency: hz) > 100 * absent, "\(name)'s \(hz) Hz is in the mix")
+        }
+    }
+
+    @Test func aTemplateNamingNoInputIsRefusedWithTheField() throws {
+        let template = Data(#"{"canvas": {"width": 640, "height": 360}, "positions": [{"participant": "nobody", "rect": {"x": 0, "y": 0, "width": 1, "height": 1}}]}"#.utf8)
+        let inputs = try ComposeInputs(seconds: 1)
+        defer { try? FileManager.default.removeItem(at: inputs.directory) }
+        #expect {
+            try OfflineComposer(templateJSON: template, inputPaths: inputs.paths, outputPath: "/tmp/never.webm")
+        } throws: { error in
+            "\(error)".contains("positions[0].participant")
+        }
+        #expect(throws: OfflineComposer.ComposeError.self) {
+            try OfflineComposer(templateJSON: ComposeInputs.template, inputPaths: ["/nonexistent/alice.webm"], outputPath: "/tmp/never.webm")
+        }
+        #expect(throws: OfflineComposer.ComposeError.self) {
+            try OfflineComposer(templateJSON: Data("{not json".utf8), inputPaths: inputs.paths, outputPath: "/tmp/never.webm")
+        }
+    }
+}
