@@ -56,7 +56,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["Transport", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "Wire", "WireTesting"]),
         .testTarget(name: "CompositingTests", dependencies: ["Compositing", "Media", "Wire", "WireTesting"]),
-        .testTarget(name: "ServerTests", dependencies: ["Server"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "WireTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

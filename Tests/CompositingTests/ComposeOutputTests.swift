@@ -1,20 +1,7 @@
 import Compositing
 import Foundation
 import Testing
-
-/// Runs a tool from Debian's ffmpeg package and returns its standard output.
-func runTool(_ tool: String, _ arguments: [String]) throws -> Data {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/\(tool)")
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return data
-}
+import WireTesting
 
 /// Three recordings, each a solid colour and a tone, made by ffmpeg (VP8 + Opus in WebM).
 struct ComposeInputs {

@@ -3,6 +3,7 @@ import Foundation
 import Media
 import Testing
 import Wire
+import WireTesting
 
 @Suite struct TrackRecorderTests {
     @Test func theRecorderOfACompositorsOldOutputEndsWhenTheCompositorRestarts() throws {
@@ -33,14 +34,8 @@ import Wire
         #expect(!recorder.isRecording, "a recorder of the old output ends; a new one must be made")
 
         // The finished file plays: its duration is the second recorded.
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-        probe.arguments = ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", path]
-        let output = Pipe()
-        probe.standardOutput = output
-        try probe.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        probe.waitUntilExit()
+        let text = String(decoding: try runTool("ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", path]),
+                          as: UTF8.self)
         let duration = try #require(Double(text.trimmingCharacters(in: .whitespacesAndNewlines)))
         #expect(abs(duration - 1.0) < 0.1, "duration \(duration)")
     }

@@ -1,19 +1,11 @@
 import Foundation
 import Testing
+import WireTesting
 
 /// `tessera compose` as a user runs it, including a recording cut short by SIGKILL.
 @Suite(.serialized) struct ComposeCommandTests {
     private func ffmpeg(_ tool: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/\(tool)")
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        String(decoding: try runTool(tool, arguments), as: UTF8.self)
     }
 
     @Test func aRecordingKilledMidwayStillPlaysToWithinTwoSecondsOfTheKill() throws {
