@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // Tessera: a conference MCU host. One module per layer; a lower layer never imports a higher one:
-//   C* system libraries, Wire  <  RTP, SDP, Media  <  Streams, Transport, Compositing  <  Server  <  tessera
+//   C* system libraries, Wire  <  RTP, SDP  <  Media  <  Streams, Transport, Compositing  <  Server  <  tessera
 import PackageDescription
 
 /// A system-library target: a modulemap plus a shim header of `static inline` wrappers for the
@@ -38,8 +38,9 @@ let package = Package(
         .target(name: "Streams", dependencies: ["Wire", "RTP"]),
         // STUN/ICE-lite, DTLS-SRTP, SRTP: the per-peer transport.
         .target(name: "Transport", dependencies: ["Wire", "RTP", "COpenSSL", "CSRTP", "CZlib"]),
-        // Codecs, frames, containers, text: thin owners of the media C libraries.
-        .target(name: "Media", dependencies: ["Wire", "CVPX", "COpus", "CYUV", "CAVFormat", "CFreeType"]),
+        // Codecs, frames, containers, text: thin owners of the media C libraries; VP8 over RTP in and out
+        // (RTP is a pure wire-format layer beside SDP, below Media).
+        .target(name: "Media", dependencies: ["Wire", "RTP", "CVPX", "COpus", "CYUV", "CAVFormat", "CFreeType"]),
         // Tracks, compositors, layout templates, recording: the seed's public API.
         .target(name: "Compositing", dependencies: ["Wire", "Media"]),
         // Sockets, event loop, HTTP API, config.
@@ -54,7 +55,7 @@ let package = Package(
         .testTarget(name: "SDPTests", dependencies: ["SDP", "WireTesting"], resources: [.copy("Fixtures")]),
         .testTarget(name: "StreamsTests", dependencies: ["Streams", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "RTP", "Wire", "WireTesting"]),
-        .testTarget(name: "MediaTests", dependencies: ["Media", "Wire", "WireTesting"]),
+        .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "CompositingTests", dependencies: ["Compositing", "Media", "Wire", "WireTesting"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "WireTesting"]),
     ],
