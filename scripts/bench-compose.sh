@@ -2,7 +2,8 @@
 # Compose throughput: N inputs of 640x360 VP8 (30 fps, 10 s, each its own colour and tone) into a
 # 1280x720 grid at 30 fps, by `tessera compose` and by a GStreamer pipeline doing the same work
 # (vp8dec ! compositor ! vp8enc with the encoder settings TrackRecorder uses: real time, cpu-used -6,
-# CBR 2 Mbit/s, 1 thread), 3 runs each, medians.
+# CBR 2 Mbit/s, 1 thread), 3 runs each, medians: frames per second of wall time, and CPU time
+# (user + system) per composed frame, which counts GStreamer's extra threads too.
 #   scripts/bench-compose.sh [N...]     (default: 4 9 16)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -41,11 +42,15 @@ PY
     inputs=()
     for i in $(seq 0 $((n - 1))); do inputs+=("$WORK/in$i.webm"); done
 
-    tessera_fps=() gst_fps=() shares=()
+    tessera_fps=() gst_fps=() shares=() tessera_cpu=() gst_cpu=()
+    frames=$((SECONDS_OF_MEDIA * 30))
+    TIMEFORMAT='%R %U %S'
     for run in 1 2 3; do
-        line=$($TESSERA compose --template "$WORK/grid$n.json" --out "$WORK/out$n.webm" "${inputs[@]}")
+        { time $TESSERA compose --template "$WORK/grid$n.json" --out "$WORK/out$n.webm" "${inputs[@]}" > "$WORK/line"; } 2> "$WORK/time"
+        line=$(cat "$WORK/line")
         tessera_fps+=("$(echo "$line" | sed -E 's/.*\(([0-9.]+) frames\/s.*/\1/')")
         shares+=("$(echo "$line" | sed -E 's/.*codecs ([0-9]+)%.*/\1/')")
+        tessera_cpu+=("$(awk -v f=$frames '{printf "%.2f", ($2 + $3) * 1000 / f}' "$WORK/time")")
 
         # GStreamer: the same grid, decoder, scaler, compositor and VP8 encoder settings.
         tile_w=$((1280 / side)) tile_h=$((720 / side))
@@ -57,15 +62,16 @@ PY
         for i in $(seq 0 $((n - 1))); do
             pipeline+=" filesrc location=${inputs[$i]} ! matroskademux ! vp8dec ! videoconvert ! mix.sink_$i"
         done
-        start=$(date +%s.%N)
         # shellcheck disable=SC2086
-        gst-launch-1.0 -q $pipeline >/dev/null
-        end=$(date +%s.%N)
-        gst_fps+=("$(python3 -c "print(round($SECONDS_OF_MEDIA * 30 / ($end - $start), 1))")")
+        { time gst-launch-1.0 -q $pipeline >/dev/null; } 2> "$WORK/time"
+        gst_fps+=("$(awk -v f=$frames '{printf "%.1f", f / $1}' "$WORK/time")")
+        gst_cpu+=("$(awk -v f=$frames '{printf "%.2f", ($2 + $3) * 1000 / f}' "$WORK/time")")
     done
     t=$(printf '%s\n' "${tessera_fps[@]}" | median)
     g=$(printf '%s\n' "${gst_fps[@]}" | median)
     s=$(printf '%s\n' "${shares[@]}" | median)
-    printf 'compose %2d inputs: tessera %6.1f frames/s (codecs %s%% of its time), gstreamer %6.1f frames/s, ratio %.2f\n' \
-        "$n" "$t" "$s" "$g" "$(python3 -c "print($t / $g)")"
+    tc=$(printf '%s\n' "${tessera_cpu[@]}" | median)
+    gc=$(printf '%s\n' "${gst_cpu[@]}" | median)
+    printf 'compose %2d inputs: tessera %6.1f frames/s, %5.2f ms CPU/frame (codecs %s%% of its time) | gstreamer %6.1f frames/s, %5.2f ms CPU/frame | CPU ratio gst/tessera %.2f\n' \
+        "$n" "$t" "$tc" "$s" "$g" "$gc" "$(python3 -c "print($gc / $tc)")"
 done
