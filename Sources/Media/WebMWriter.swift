@@ -133,8 +133,9 @@ public final class WebMWriter {
         guard !packet.isEmpty else { throw .emptyPacket(.audio) }
         // The packet's length from its TOC byte (RFC 6716 §3.1), so the file's duration includes
         // the last packet; 0 (unknown) for a malformed one, which libavformat accepts.
-        let samples = packet.withUnsafeBufferPointer { buffer in
-            opus_packet_get_nb_samples(buffer.baseAddress!, Int32(clamping: buffer.count), 48_000)
+        let samples = packet.withUnsafeBufferPointer { buffer -> Int32 in
+            guard let base = buffer.baseAddress else { return 0 }
+            return opus_packet_get_nb_samples(base, Int32(clamping: buffer.count), 48_000)
         }
         let duration = samples > 0 ? av_rescale_q(Int64(samples), AVRational(num: 1, den: 48_000), stream.timeBase) : 0
         try write(packet, to: &stream, kind: .audio, timestamp: timestamp, isKeyFrame: true, duration: duration)
@@ -236,7 +237,8 @@ public final class WebMWriter {
         var status = av_new_packet(packet, Int32(bytes.count))
         guard status >= 0 else { throw LibAV.error("av_new_packet", status) }
         bytes.withUnsafeBufferPointer { source in
-            packet.pointee.data.update(from: source.baseAddress!, count: source.count)
+            guard let base = source.baseAddress else { return }
+            packet.pointee.data.update(from: base, count: source.count)
         }
         packet.pointee.stream_index = stream.index
         packet.pointee.pts = time + stream.offset
