@@ -99,8 +99,10 @@ public final class OfflineComposer {
         video.start()
         audio.start()
         for input in inputs { audio.addTrack(input.audioTrack) }
+        // A participant may come as one WebM or as an IVF (video) and an Ogg (audio) of one name.
         let positions = description.positions.compactMap { position -> VideoTrackPositionInfo? in
-            guard let input = inputs.first(where: { $0.name == position.participant }) else { return nil }
+            let named = inputs.filter { $0.name == position.participant }
+            guard let input = named.first(where: { $0.videoDecoder != nil }) ?? named.first else { return nil }
             return VideoTrackPositionInfo(track: input.videoTrack, normalizedRect: position.rect, contentMode: position.contentMode,
                                           label: input.name)
         }

@@ -80,6 +80,29 @@ func tonePower(_ samples: [Int16], frequency: Double, sampleRate: Double = 48_00
         }
     }
 
+    @Test func aParticipantMayComeAsAnIVFAndAnOggFile() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("compose-ivf-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let video = directory.appendingPathComponent("alice.ivf").path, audio = directory.appendingPathComponent("alice.ogg").path
+        _ = try runTool("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "color=c=red:size=320x180:rate=30", "-t", "2",
+                                   "-c:v", "libvpx", "-deadline", "realtime", video])
+        _ = try runTool("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "2",
+                                   "-c:a", "libopus", "-ac", "1", audio])
+        let template = Data(#"{"canvas": {"width": 320, "height": 180, "fps": 30}, "positions": [{"participant": "alice", "rect": {"x": 0, "y": 0, "width": 1, "height": 1}}]}"#.utf8)
+        let output = directory.appendingPathComponent("out.webm").path
+        // The audio file first: the video position must still find the video.
+        _ = try OfflineComposer(templateJSON: template, inputPaths: [audio, video], outputPath: output).run()
+        let rgb = try [UInt8](runTool("ffmpeg", ["-v", "error", "-ss", "1", "-i", output, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]))
+        let centre = (90 * 320 + 160) * 3
+        #expect(rgb.count == 320 * 180 * 3)
+        #expect(rgb.count > centre + 2 && rgb[centre] > 200 && rgb[centre + 1] < 60, "the picture is alice's red")
+        let pcm = try runTool("ffmpeg", ["-v", "error", "-i", output, "-f", "s16le", "-ac", "1", "-ar", "48000", "-"])
+        let samples = pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        #expect(samples.count > 48_000)
+        #expect(tonePower(Array(samples.prefix(48_000)), frequency: 440) > 100 * tonePower(Array(samples.prefix(48_000)), frequency: 1_250))
+    }
+
     @Test func aTemplateNamingNoInputIsRefusedWithTheField() throws {
         let template = Data(#"{"canvas": {"width": 640, "height": 360}, "positions": [{"participant": "nobody", "rect": {"x": 0, "y": 0, "width": 1, "height": 1}}]}"#.utf8)
         let inputs = try ComposeInputs(seconds: 1)
