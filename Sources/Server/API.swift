@@ -303,6 +303,7 @@ public final class HostAPI: Sendable {
             guard let port = media.port else { return [] }
             let counters = port.counters
             let participants = rooms.value.rooms.values.reduce(0) { $0 + $1.count }
+            let encoders = rooms.value.audio.values.reduce(0) { $0 + $1.mixer.encodersRunning }
             return [
                 "# HELP tessera_rooms Rooms with at least one participant.",
                 "# TYPE tessera_rooms gauge",
@@ -310,6 +311,9 @@ public final class HostAPI: Sendable {
                 "# HELP tessera_participants Participants in all rooms.",
                 "# TYPE tessera_participants gauge",
                 "tessera_participants \(participants)",
+                "# HELP tessera_audio_encoders Opus encoders running for rooms' mixes (one per distinct mix).",
+                "# TYPE tessera_audio_encoders gauge",
+                "tessera_audio_encoders \(encoders)",
                 "# HELP tessera_echo_sessions Sessions of POST /v1/echo.",
                 "# TYPE tessera_echo_sessions gauge",
                 "tessera_echo_sessions \(echoes.value.count)",

@@ -1,4 +1,5 @@
 import Foundation
+import Media
 import RTP
 import SDP
 import Streams
@@ -8,7 +9,9 @@ import Wire
 /// A participant's connection as the host sees it before any mixing: its transport on the media
 /// port, and its receive side: every source it sends is tracked (loss, jitter), lost packets are
 /// NACKed and recovered (RTX unwrapped), keyframes are asked for, and receiver reports go back at
-/// the RFC 3550 interval. Lives on the media loop thread.
+/// the RFC 3550 interval. Its first audio section's media feeds `audioReceiver` (jitter buffer and
+/// decoder), which the room's `RoomAudio` tick reads; the room's mix for it goes out on that
+/// section's host sender. Lives on the media loop thread.
 final class ParticipantSession: PeerEventSink {
     let id: String
     let identity: String
@@ -18,7 +21,15 @@ final class ParticipantSession: PeerEventSink {
     /// New media packets from the participant (duplicates and RTX padding not counted).
     private(set) var packetsReceived = 0
     private(set) var bytesReceived = 0
-    private let port: MediaPort
+    let port: MediaPort
+    /// The participant's microphone, played out one 20 ms frame per room tick; nil when its
+    /// offer has no audio section or the decoder could not start.
+    let audioReceiver: AudioReceiver?
+    /// Where its mix goes: the first audio section's host sender and Opus payload type; nil when
+    /// the host sends nothing on that section (the peer is sendonly).
+    private var audioSender: AudioRTPSender?
+    /// The index of the first audio section, whose media is the microphone.
+    private let audioSection: Int?
     private var peerID: MediaPort.PeerID?
     private var inbound: InboundSections
     private var receiver: PeerReceiver
@@ -38,7 +49,15 @@ final class ParticipantSession: PeerEventSink {
         self.port = port
         self.events = events
         self.onEnd = onEnd
-        inbound = InboundSections(negotiated)
+        let inbound = InboundSections(negotiated)
+        self.inbound = inbound
+        let audioSection = inbound.sections.firstIndex { !$0.isVideo }
+        self.audioSection = audioSection
+        audioReceiver = audioSection.flatMap { _ in try? AudioReceiver(channels: 1) }
+        audioSender = audioSection.flatMap { index in
+            let section = inbound[index]
+            return section.hostSender.map { AudioRTPSender(ssrc: SSRC(rawValue: $0.ssrc), payloadType: section.codecPayloadType) }
+        }
         let sender = negotiated.media.compactMap(\.hostSender).first
         receiver = PeerReceiver(localSSRC: SSRC(rawValue: sender?.ssrc ?? UInt32.random(in: 1...UInt32.max)),
                                 cname: sender?.cname ?? "tessera", reducedSize: negotiated.media.allSatisfy(\.reducedSizeRTCP),
@@ -99,10 +118,25 @@ final class ParticipantSession: PeerEventSink {
         if case .media(let media) = receiver.receive(packet, now: now) {
             packetsReceived += 1
             bytesReceived += media.payload.count
+            if index == audioSection, let audioReceiver {
+                audioReceiver.receive(payload: Array(media.payload), sequenceNumber: media.sequenceNumber,
+                                      timestamp: media.timestamp, arrival: now)
+            }
             if published.insert(index).inserted {
                 events.publish(RoomEvent(.trackPublished, room: room, participant: id, identity: identity, source: source(of: index)))
             }
         }
+    }
+
+    /// Whether the participant is sent a mix (its first audio section receives from the host).
+    var receivesAudio: Bool { audioSender != nil }
+
+    /// Sends one packet of the participant's mix (one 20 ms Opus frame); false while the
+    /// transport is not yet secure (nothing is queued: a mix is worth nothing late) or the
+    /// participant receives no audio. The caller flushes the port after a round of sends.
+    func sendAudio(_ payload: [UInt8]) -> Bool {
+        guard let peerID, state == "secure", audioSender != nil, let packet = audioSender?.packet(payload) else { return false }
+        return port.sendRTP(packet, to: peerID)
     }
 
     /// Sends the RTCP that is due and sets the timer for the next.
@@ -147,8 +181,9 @@ struct ParticipantSummary: Codable, Sendable {
     let bytesReceived: Int
 }
 
-/// Rooms by name, each a set of participants by identity. A room is made by its first join and
-/// closed when its last participant leaves. Touched only on the media loop thread.
+/// Rooms by name, each a set of participants by identity and its audio tick. A room is made by
+/// its first join (which starts its `RoomAudio`) and closed when its last participant leaves
+/// (which stops it). Touched only on the media loop thread.
 final class RoomDirectory {
     struct Limits {
         var maxRooms: Int
@@ -160,6 +195,8 @@ final class RoomDirectory {
 
     let limits: Limits
     private(set) var rooms: [String: [String: ParticipantSession]] = [:]
+    /// Each open room's audio: the mixer and its 20 ms tick.
+    private(set) var audio: [String: RoomAudio] = [:]
 
     init(limits: Limits) { self.limits = limits }
 
@@ -176,12 +213,19 @@ final class RoomDirectory {
 
     func add(_ participant: ParticipantSession) {
         rooms[participant.room, default: [:]][participant.identity] = participant
+        let roomAudio = audio[participant.room] ?? RoomAudio(room: participant.room, loop: participant.port.loop)
+        audio[participant.room] = roomAudio
+        roomAudio.add(participant)
     }
 
     func remove(_ participant: ParticipantSession) {
         guard rooms[participant.room]?[participant.identity] === participant else { return }
         rooms[participant.room]?[participant.identity] = nil
-        if rooms[participant.room]?.isEmpty == true { rooms[participant.room] = nil }
+        audio[participant.room]?.remove(participant)
+        if rooms[participant.room]?.isEmpty == true {
+            rooms[participant.room] = nil
+            audio.removeValue(forKey: participant.room)?.stop()
+        }
     }
 
     func participant(room: String, id: String) -> ParticipantSession? {

@@ -66,7 +66,7 @@ final class EchoLoopbackClient {
 
         var description: String {
             switch self {
-            case .http(let status, let body): "POST /v1/echo answered \(status): \(body)"
+            case .http(let status, let body): "POST answered \(status): \(body)"
             case .badAnswer(let why): "unusable answer: \(why)"
             case .timedOut(let what): "timed out: \(what)"
             case .transport(let why): "transport failed: \(why)"
@@ -186,11 +186,12 @@ final class EchoLoopbackClient {
 
     // MARK: Connecting
 
-    /// POSTs `offer` (the client's own by default) and reads the answer; throws on any status but 201.
+    /// POSTs `offer` (the client's own by default) to `path` (the echo, or a room's
+    /// participants) and reads the answer; throws on any status but 201.
     @discardableResult
-    func post(_ offer: SessionDescription? = nil) throws -> Answer {
+    func post(_ offer: SessionDescription? = nil, path: String = "/v1/echo") throws -> Answer {
         postStart = clock.now()
-        let response = try http.send("POST", "/v1/echo", headers: ["Content-Type": "application/sdp"],
+        let response = try http.send("POST", path, headers: ["Content-Type": "application/sdp"],
                                      body: (offer ?? self.offer()).serializedBytes())
         guard response.status == 201 else { throw Failure.http(status: response.status, body: response.text) }
         timings.answer = milliseconds(since: postStart)
@@ -258,10 +259,10 @@ final class EchoLoopbackClient {
         flush()
     }
 
-    /// POST, then ICE and DTLS until `.secure`, within `timeout`.
-    func connect(timeout: Duration = .seconds(3)) throws {
+    /// POST (to `path`), then ICE and DTLS until `.secure`, within `timeout`.
+    func connect(timeout: Duration = .seconds(3), path: String = "/v1/echo") throws {
         let deadline = clock.now() + timeout
-        try post()
+        try post(path: path)
         try startTransport()
         let secure = pump(until: deadline) { self.transport?.isSecure == true || self.transport?.failure != nil }
         if let failure = transport?.failure { throw Failure.transport("\(failure)") }

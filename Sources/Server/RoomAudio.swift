@@ -1,0 +1,109 @@
+import Media
+import RTP
+import Wire
+
+/// The RTP side of one participant's mix, sans-IO: each Opus packet becomes an RTP packet on the
+/// host's negotiated audio SSRC and the negotiated Opus payload type, sequence numbers +1 a packet
+/// and timestamps +960 (20 ms at 48 kHz) a packet, the marker on the first (RFC 3551 §4.1: the
+/// start of a talkspurt). Starts from random sequence number and timestamp (RFC 3550 §5.1).
+struct AudioRTPSender {
+    let ssrc: SSRC
+    let payloadType: PayloadType
+    private(set) var sequenceNumber: UInt16
+    private(set) var timestamp: UInt32
+    private(set) var packetsSent = 0
+
+    init(ssrc: SSRC, payloadType: PayloadType, sequenceNumber: UInt16 = .random(in: 0...UInt16.max),
+         timestamp: UInt32 = .random(in: 0...UInt32.max)) {
+        self.ssrc = ssrc
+        self.payloadType = payloadType
+        self.sequenceNumber = sequenceNumber
+        self.timestamp = timestamp
+    }
+
+    /// The next packet carrying `payload` (one 20 ms Opus frame), serialized.
+    mutating func packet(_ payload: [UInt8]) -> [UInt8]? {
+        let packet = RTPPacket(marker: packetsSent == 0, payloadType: payloadType, sequenceNumber: sequenceNumber,
+                               timestamp: timestamp, ssrc: ssrc, payload: payload[...])
+        sequenceNumber &+= 1
+        timestamp &+= UInt32(AudioFrame.samplesPer20ms)
+        packetsSent += 1
+        return try? packet.serialized()
+    }
+}
+
+/// A room's audio shell: the 20 ms tick on the media loop that drives the room's
+/// `RoomAudioMixer` and hands each participant its packet. Lives on the media loop thread;
+/// started with the room's first participant and stopped when the room closes.
+final class RoomAudio {
+    let room: String
+    let mixer = RoomAudioMixer<ObjectIdentifier>()
+    private let loop: EventLoop
+    private var sessions: [ObjectIdentifier: ParticipantSession] = [:]
+    private var timer: EventLoop.TimerToken?
+    private var deadline: Instant?
+    /// Ticks that came more than `maximumLateness` late and restarted the schedule from now.
+    private(set) var scheduleResets = 0
+    /// Beyond this, a late tick does not try to catch up (which would play a burst of frames):
+    /// the schedule restarts from now and the jitter buffers absorb the gap.
+    static let maximumLateness: Duration = .milliseconds(100)
+    /// The audio tick: one 20 ms frame per participant.
+    static let tickInterval: Duration = .milliseconds(20)
+
+    init(room: String, loop: EventLoop) {
+        self.room = room
+        self.loop = loop
+    }
+
+    /// Adds a participant's audio (its receiver, and whether it is sent a mix); the first starts
+    /// the tick.
+    func add(_ session: ParticipantSession) {
+        let key = ObjectIdentifier(session)
+        sessions[key] = session
+        mixer.add(key, receiver: session.audioReceiver, listens: session.receivesAudio)
+        if timer == nil { start() }
+    }
+
+    /// Removes a participant: its voice leaves every mix at the next tick.
+    func remove(_ session: ParticipantSession) {
+        let key = ObjectIdentifier(session)
+        sessions[key] = nil
+        mixer.remove(key)
+    }
+
+    var isEmpty: Bool { sessions.isEmpty }
+    var isRunning: Bool { timer != nil }
+
+    /// Stops the tick (the room closed).
+    func stop() {
+        if let timer { loop.cancel(timer) }
+        timer = nil
+        deadline = nil
+    }
+
+    private func start() {
+        let first = loop.clock.now() + Self.tickInterval
+        deadline = first
+        timer = loop.schedule(at: first) { [weak self] in self?.fire() }
+    }
+
+    /// One tick: mix for the deadline (not the wake-up time, so the media clock stays regular),
+    /// send, and schedule the next at the deadline + 20 ms, so that lateness does not accumulate.
+    private func fire() {
+        guard var deadline else { return }
+        let now = loop.clock.now()
+        if now - deadline > Self.maximumLateness {
+            deadline = now
+            scheduleResets += 1
+        }
+        let packets = mixer.tick(now: deadline)
+        var sent = false
+        for (key, payload) in packets {
+            if sessions[key]?.sendAudio(payload) == true { sent = true }
+        }
+        if sent, let port = sessions.values.first?.port { port.flush() }
+        let next = deadline + Self.tickInterval
+        self.deadline = next
+        timer = loop.schedule(at: next) { [weak self] in self?.fire() }
+    }
+}

@@ -1,0 +1,207 @@
+import Compositing
+import Media
+import Wire
+
+/// A room's audio, sans-IO: on every 20 ms `tick(now:)` it pulls one frame from each member's
+/// `AudioReceiver` and makes, for every listening member, one Opus packet of everyone but itself.
+///
+/// Encode once, send many (ARCHITECTURE.md principle 4): a mix is named by its *key*, the set of
+/// members whose audio it holds. Only members actually sounding this tick (mean-square energy
+/// above `Configuration.speakingThreshold`) go into any mix, so a listener's key is the sounding
+/// set less itself: every silent listener has the same key (the "everyone" mix), and each sounding
+/// member has its own. So a tick encodes at most (sounding + 1) mixes however many listen, and a
+/// room where one talks costs two encoders. Each key keeps its Opus encoder and limiter across
+/// ticks, so that a steady mix is one continuous Opus stream; a key unused for
+/// `Configuration.encoderIdleTimeout` is dropped (its encoder freed).
+///
+/// A listener whose key changes (someone starts or stops talking) is moved to another encoder's
+/// stream: its decoder takes the switch as it takes any packet, at the cost of a frame of
+/// mismatched prediction, which is far cheaper than one encoder per listener (cost-floor.md).
+///
+/// Mixing sums in Int32 (sum of the sounding frames once, then less the listener's own frame, as
+/// `MixMinus` does) and brings each mix back to Int16 with its own `SoftLimiter`. Not `Sendable`:
+/// confined to the room's loop thread, like the receivers it reads.
+public final class RoomAudioMixer<Member: Hashable> {
+    /// Encoding and sharing settings.
+    public struct Configuration: Sendable {
+        /// The mixes' Opus settings: mono, 32 kbit/s, complexity 5 (cost-floor.md: 0.18 ms a
+        /// frame, half of complexity 10, since encoders are what grows with the room).
+        public var encoder: OpusEncoder.Configuration
+        /// Mean square (of Int16 samples) above which a member counts as sounding this tick:
+        /// 100² is an RMS of about -50 dBFS, above Opus's decoded silence and comfort noise.
+        public var speakingThreshold: Double
+        /// How long a mix's encoder is kept after its last use: long enough that a pause between
+        /// words does not restart the stream, short enough that a room's encoders follow who talks.
+        public var encoderIdleTimeout: Duration
+
+        /// The defaults above.
+        public init(encoder: OpusEncoder.Configuration = .init(channels: 1, application: .voip, bitrate: 32_000, complexity: 5),
+                    speakingThreshold: Double = 100 * 100, encoderIdleTimeout: Duration = .seconds(2)) {
+            self.encoder = encoder
+            self.speakingThreshold = speakingThreshold
+            self.encoderIdleTimeout = encoderIdleTimeout
+        }
+    }
+
+    /// One mix stream: the encoder and limiter that every listener with this key shares.
+    private final class MixChannel {
+        let encoder: OpusEncoder
+        var limiter: SoftLimiter
+        var lastUsed: Instant
+        init(encoder: OpusEncoder, limiter: SoftLimiter, lastUsed: Instant) {
+            self.encoder = encoder
+            self.limiter = limiter
+            self.lastUsed = lastUsed
+        }
+    }
+
+    private struct Entry {
+        /// Where the member's audio comes from; nil for a member who only listens.
+        let receiver: AudioReceiver?
+        /// Whether the member is sent a mix (its audio m-line receives).
+        let listens: Bool
+    }
+
+    /// The settings.
+    public let configuration: Configuration
+    /// Members in the order they were added (so that ticks are deterministic).
+    private var order: [Member] = []
+    private var members: [Member: Entry] = [:]
+    private var channels: [Set<Member>: MixChannel] = [:]
+    private var sum = [Int32](repeating: 0, count: AudioFrame.samplesPer20ms)
+    private var mix = [Int32](repeating: 0, count: AudioFrame.samplesPer20ms)
+    private var samples = [Int16](repeating: 0, count: AudioFrame.samplesPer20ms)
+
+    /// Encoders held now: one per distinct mix in use in the last `encoderIdleTimeout` (metrics).
+    public var encodersRunning: Int { channels.count }
+    /// Distinct mixes encoded in the last tick.
+    public private(set) var mixesLastTick = 0
+    /// Members counted as sounding in the last tick.
+    public private(set) var soundingLastTick: Set<Member> = []
+    /// Mixes that could not be encoded (an encoder refused to start or to encode); their
+    /// listeners got no packet that tick.
+    public private(set) var encodeFailures = 0
+
+    /// An empty room.
+    public init(configuration: Configuration = Configuration()) {
+        precondition(configuration.encoder.channels == 1, "the room mixes mono")
+        self.configuration = configuration
+    }
+
+    /// The members, in the order they joined.
+    public var memberList: [Member] { order }
+
+    /// Adds (or replaces) a member: `receiver` is its audio (nil if it sends none), `listens`
+    /// whether it is sent a mix.
+    public func add(_ member: Member, receiver: AudioReceiver?, listens: Bool = true) {
+        if members[member] == nil { order.append(member) }
+        members[member] = Entry(receiver: receiver, listens: listens)
+    }
+
+    /// Removes a member: from the next tick its voice is in no mix and it is sent nothing.
+    public func remove(_ member: Member) {
+        guard members.removeValue(forKey: member) != nil else { return }
+        order.removeAll { $0 == member }
+    }
+
+    /// Mixes and encodes the tick at `now` (call every 20 ms): each listening member's Opus
+    /// packet of everyone sounding but itself. Members who listen to the same mix get the same
+    /// bytes from one encode.
+    public func tick(now: Instant) -> [Member: [UInt8]] {
+        // One frame from every receiver, every tick, so that each jitter buffer plays on time
+        // whether or not anyone hears it.
+        var frames: [Member: [Int16]] = [:]
+        var sounding: Set<Member> = []
+        for member in order {
+            guard let receiver = members[member]?.receiver else { continue }
+            let frame = receiver.tick(now: now)
+            // The receiver decodes mono; a frame of another length is treated as silence.
+            guard frame.channels == 1, frame.samples.count == AudioFrame.samplesPer20ms else { continue }
+            if Self.meanSquare(frame.samples) > configuration.speakingThreshold {
+                sounding.insert(member)
+                frames[member] = frame.samples
+            }
+        }
+        soundingLastTick = sounding
+        sum.withUnsafeMutableBufferPointer { sum in
+            for index in sum.indices { sum[index] = 0 }
+            for member in sounding {
+                guard let own = frames[member] else { continue }
+                own.withUnsafeBufferPointer { own in
+                    for index in sum.indices { sum[index] &+= Int32(own[index]) }
+                }
+            }
+        }
+
+        var packets: [Member: [UInt8]] = [:]
+        var encoded: [Set<Member>: [UInt8]] = [:]
+        var failed: Set<Set<Member>> = []
+        for member in order where members[member]?.listens == true {
+            var key = sounding
+            key.remove(member)
+            if let packet = encoded[key] {
+                packets[member] = packet
+                continue
+            }
+            guard !failed.contains(key), let packet = encode(key: key, without: sounding.contains(member) ? frames[member] : nil, now: now) else {
+                failed.insert(key)
+                continue
+            }
+            encoded[key] = packet
+            packets[member] = packet
+        }
+        mixesLastTick = encoded.count
+        encodeFailures += failed.count
+        dropIdleChannels(now: now)
+        return packets
+    }
+
+    /// The mix of `key` (this tick's sum, less `own` when given), limited and encoded with the
+    /// key's encoder; nil if the encoder failed.
+    private func encode(key: Set<Member>, without own: [Int16]?, now: Instant) -> [UInt8]? {
+        guard let channel = channel(for: key, now: now) else { return nil }
+        channel.lastUsed = now
+        sum.withUnsafeBufferPointer { sum in
+            mix.withUnsafeMutableBufferPointer { mix in
+                guard let own else {
+                    for index in mix.indices { mix[index] = sum[index] }
+                    return
+                }
+                own.withUnsafeBufferPointer { own in
+                    for index in mix.indices { mix[index] = sum[index] &- Int32(own[index]) }
+                }
+            }
+        }
+        mix.withUnsafeBufferPointer { mix in
+            samples.withUnsafeMutableBufferPointer { channel.limiter.process(mix, channels: 1, into: $0) }
+        }
+        do {
+            return try channel.encoder.encode(AudioFrame(channels: 1, samples: samples, timestamp: now))
+        } catch {
+            return nil
+        }
+    }
+
+    /// The key's channel, started when missing. A new channel's limiter starts from the
+    /// "everyone" channel's (the loudest mix), so that a listener moved onto it does not hear the
+    /// gain jump.
+    private func channel(for key: Set<Member>, now: Instant) -> MixChannel? {
+        if let channel = channels[key] { return channel }
+        guard let encoder = try? OpusEncoder(configuration.encoder) else { return nil }
+        let loudest = channels.max { $0.key.count < $1.key.count }?.value.limiter ?? SoftLimiter()
+        let channel = MixChannel(encoder: encoder, limiter: loudest, lastUsed: now)
+        channels[key] = channel
+        return channel
+    }
+
+    private func dropIdleChannels(now: Instant) {
+        let timeout = configuration.encoderIdleTimeout
+        channels = channels.filter { now - $0.value.lastUsed < timeout }
+    }
+
+    private static func meanSquare(_ samples: [Int16]) -> Double {
+        var total: Int64 = 0
+        for sample in samples { total += Int64(sample) * Int64(sample) }
+        return Double(total) / Double(max(1, samples.count))
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import Media
+import RTP
+import Testing
+import Wire
+@testable import Server
+
+/// The power of `frequency` in `samples` (Goertzel), normalized by length.
+func tonePower(_ samples: [Int16], frequency: Double, sampleRate: Double = 48_000) -> Double {
+    let coefficient = 2 * cos(2 * Double.pi * frequency / sampleRate)
+    var previous = 0.0, beforePrevious = 0.0
+    for sample in samples {
+        let current = Double(sample) + coefficient * previous - beforePrevious
+        beforePrevious = previous
+        previous = current
+    }
+    let power = previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious
+    return power / Double(max(1, samples.count))
+}
+
+/// 20 ms of a sine at `frequency`, continuing from frame `index`.
+func toneFrame(_ frequency: Double, frame index: Int, amplitude: Double = 8000) -> AudioFrame {
+    AudioFrame(channels: 1, samples: (0..<AudioFrame.samplesPer20ms).map { offset in
+        let t = Double(index * AudioFrame.samplesPer20ms + offset) / 48_000
+        return Int16(amplitude * sin(2 * Double.pi * frequency * t))
+    })
+}
+
+/// The three test tones and which member sends which.
+let roomTones: [String: Double] = ["a": 440, "b": 660, "c": 880]
+
+/// `RoomAudioMixer` in memory, on a manual timeline: members' receivers are fed real Opus
+/// packets of their tones, and what each member is sent is decoded as its client would.
+@Suite struct RoomAudioMixerTests {
+    /// A member: the receiver the mixer reads, the encoder of its tone, and the decoder of what
+    /// it is sent.
+    final class Member {
+        let name: String
+        let receiver: AudioReceiver
+        let encoder: OpusEncoder
+        let decoder: OpusDecoder
+        var heard: [Int16] = []
+        init(_ name: String) throws {
+            self.name = name
+            receiver = try AudioReceiver(channels: 1)
+            encoder = try OpusEncoder(.init(channels: 1, bitrate: 32_000))
+            decoder = try OpusDecoder(channels: 1)
+        }
+    }
+
+    /// Runs ticks `range` at 20 ms each from a fixed origin: speaking members' packets arrive
+    /// just before their tick, then the mixer ticks and each member decodes its packet.
+    /// `keep` says from which tick on what members hear is kept.
+    private func run(_ mixer: RoomAudioMixer<String>, _ members: [String: Member], speaking: Set<String>, ticks range: Range<Int>,
+                     keep: Int = 0, check: (Int) -> Void = { _ in }) throws {
+        for tick in range {
+            let now = Instant(nanoseconds: 1_000_000_000) + .milliseconds(20 * tick)
+            for name in speaking.sorted() {
+                guard let member = members[name], let frequency = roomTones[name] else { continue }
+                let packet = try member.encoder.encode(toneFrame(frequency, frame: tick))
+                member.receiver.receive(payload: packet, sequenceNumber: UInt16(truncatingIfNeeded: tick),
+                                        timestamp: UInt32(truncatingIfNeeded: tick * 960), arrival: now)
+            }
+            let packets = mixer.tick(now: now)
+            for (name, member) in members {
+                guard let packet = packets[name] else { continue }
+                let frame = try member.decoder.decode(packet)
+                if tick >= keep { member.heard += frame.samples }
+            }
+            check(tick)
+        }
+    }
+
+    private func room(_ names: [String]) throws -> (RoomAudioMixer<String>, [String: Member]) {
+        let mixer = RoomAudioMixer<String>()
+        var members: [String: Member] = [:]
+        for name in names {
+            let member = try Member(name)
+            members[name] = member
+            mixer.add(name, receiver: member.receiver)
+        }
+        return (mixer, members)
+    }
+
+    @Test func eachMemberHearsTheOtherTwoTonesAndNotItsOwn() throws {
+        let (mixer, members) = try room(["a", "b", "c"])
+        try run(mixer, members, speaking: ["a", "b", "c"], ticks: 0..<35, keep: 10)
+        for (name, member) in members {
+            let own = try #require(roomTones[name])
+            let ownPower = tonePower(member.heard, frequency: own)
+            for (other, frequency) in roomTones where other != name {
+                let power = tonePower(member.heard, frequency: frequency)
+                #expect(ownPower * 30 < power, "\(name) hears its own \(own) Hz at \(ownPower), \(other)'s \(frequency) Hz at \(power)")
+            }
+        }
+        #expect(mixer.soundingLastTick == ["a", "b", "c"])
+        #expect(mixer.mixesLastTick == 3, "three talkers: three mixes, each without one of them")
+    }
+
+    @Test func silentListenersShareOneEncoderAndTheSpeakerHasItsOwn() throws {
+        let (mixer, members) = try room(["a", "b", "c"])
+        var encoders: [Int] = []
+        try run(mixer, members, speaking: ["a"], ticks: 0..<30, keep: 10) { tick in
+            if tick >= 5 { encoders.append(mixer.encodersRunning) }
+        }
+        #expect(encoders.allSatisfy { $0 == 2 }, "encoders per tick: \(encoders)")
+        #expect(mixer.mixesLastTick == 2)
+        // b and c heard the same bytes (one encode), a heard silence.
+        #expect(members["b"]?.heard == members["c"]?.heard)
+        let a = try #require(members["a"]), b = try #require(members["b"])
+        #expect(tonePower(b.heard, frequency: 440) > 1000 * max(1, tonePower(a.heard, frequency: 440)))
+    }
+
+    @Test func aRemovedMemberLeavesEveryMixAtTheNextTick() throws {
+        let (mixer, members) = try room(["a", "b", "c"])
+        try run(mixer, members, speaking: ["a", "b", "c"], ticks: 0..<20)
+        mixer.remove("c")
+        var packets: [String: [UInt8]] = [:]
+        let now = Instant(nanoseconds: 1_000_000_000) + .milliseconds(20 * 20)
+        for name in ["a", "b"] {
+            guard let member = members[name], let frequency = roomTones[name] else { continue }
+            let packet = try member.encoder.encode(toneFrame(frequency, frame: 20))
+            member.receiver.receive(payload: packet, sequenceNumber: 20, timestamp: 20 * 960, arrival: now)
+        }
+        packets = mixer.tick(now: now)
+        #expect(Set(packets.keys) == ["a", "b"], "the leaver is sent nothing")
+        #expect(mixer.soundingLastTick == ["a", "b"], "the leaver's voice is in no mix")
+        // And over the following ticks, what a and b hear has no 880 Hz.
+        let remaining = members.filter { $0.key != "c" }
+        for member in remaining.values { member.heard = [] }
+        try run(mixer, remaining, speaking: ["a", "b"], ticks: 21..<45, keep: 26)
+        for (name, member) in remaining {
+            let other = name == "a" ? 660.0 : 440.0
+            #expect(tonePower(member.heard, frequency: 880) * 30 < tonePower(member.heard, frequency: other),
+                    "\(name) still hears the leaver")
+        }
+        // c's encoders (the mix without c, and the mixes with c in them) are dropped after 2 s.
+        try run(mixer, remaining, speaking: ["a", "b"], ticks: 45..<160)
+        #expect(mixer.encodersRunning == 2, "after 2 s only the mixes without a and without b are left")
+    }
+
+    @Test func theAudioSenderNumbersPacketsAndMarksTheFirst() throws {
+        var sender = AudioRTPSender(ssrc: SSRC(rawValue: 42), payloadType: PayloadType(rawValue: 111), sequenceNumber: 65535,
+                                    timestamp: UInt32.max - 100)
+        let firstBytes = sender.packet([1, 2, 3]), secondBytes = sender.packet([4])
+        let first = try RTPPacket.parse(try #require(firstBytes))
+        let second = try RTPPacket.parse(try #require(secondBytes))
+        #expect(first.marker && !second.marker)
+        #expect(first.ssrc.rawValue == 42 && first.payloadType.rawValue == 111)
+        #expect(second.sequenceNumber == 0, "wraps")
+        #expect(second.timestamp == first.timestamp &+ 960)
+        #expect(Array(second.payload) == [4])
+    }
+}

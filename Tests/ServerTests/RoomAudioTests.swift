@@ -1,0 +1,118 @@
+import Foundation
+import Media
+import RTP
+import Testing
+import Transport
+import Wire
+@testable import Server
+
+/// A room's audio end to end over real UDP on 127.0.0.1: three participants join with Tessera's
+/// own client stack (`EchoLoopbackClient`), each sends 20 ms Opus packets of its own tone, and
+/// each decodes what the host sends on its audio SSRC: the other two tones, never its own. Every
+/// wait is bounded by a deadline; the clients are driven by `poll(2)`, nothing sleeps.
+@Suite struct RoomAudioTests {
+    /// Services every client's transport (reads, timers, sends) until `deadline`, waiting in one
+    /// `poll(2)` over all their sockets.
+    private func service(_ clients: [EchoLoopbackClient], until deadline: Instant) {
+        let clock = MonotonicClock()
+        for _ in 0..<10_000 {
+            var now = clock.now()
+            var wake = deadline
+            for client in clients {
+                client.drain()
+                if let transport = client.transport, let due = transport.nextTimeout(now: now) {
+                    if due <= now {
+                        transport.handleTimeout(now: now)
+                        client.drain()
+                    } else {
+                        wake = min(wake, due)
+                    }
+                }
+            }
+            now = clock.now()
+            if now >= deadline { return }
+            let waitMilliseconds = Int32(clamping: ((wake - now).nanosecondsClamped + 999_999) / 1_000_000)
+            var descriptors = clients.map { pollfd(fd: $0.socket.fd, events: Int16(POLLIN), revents: 0) }
+            _ = poll(&descriptors, nfds_t(descriptors.count), max(0, waitMilliseconds))
+        }
+    }
+
+    @Test func threeParticipantsEachHearTheOtherTwoTonesAndNotTheirOwn() throws {
+        var config = HostConfig()
+        config.http.listen = "127.0.0.1:0"
+        config.media.listen = "127.0.0.1:0"
+        let host = try ConferenceHost(config: config)
+        defer { host.stop() }
+        let names = ["a", "b", "c"]
+        let clients = try names.map { try EchoLoopbackClient(httpPort: host.http.address.port, name: $0) }
+        for (name, client) in zip(names, clients) {
+            try client.connect(timeout: .seconds(3), path: "/v1/rooms/r/participants?identity=\(name)")
+        }
+        let hostAudio = try clients.map { try #require($0.answer?.hostSSRCs[$0.audio.mid]) }
+        let encoders = try clients.map { _ in try OpusEncoder(.init(channels: 1, bitrate: 32_000)) }
+
+        // 1.5 s of packets per client, paced at 20 ms by the service loop (a late round sends
+        // late with the right timestamps: the host's jitter buffers play by the host's tick).
+        let clock = MonotonicClock()
+        let start = clock.now()
+        let rounds = 75, analyzeFrom = 30
+        var receivedAt: [Int] = []
+        for round in 0..<rounds {
+            service(clients, until: start + .milliseconds(20 * round))
+            if round == analyzeFrom { receivedAt = zip(clients, hostAudio).map { $0.echoes(on: $1).count } }
+            for (name, (client, encoder)) in zip(names, zip(clients, encoders)) {
+                let frequency = try #require(roomTones[name])
+                let payload = try encoder.encode(toneFrame(frequency, frame: round))
+                client.send(RTPPacket(payloadType: PayloadType(client.audio.payloadType), sequenceNumber: UInt16(1000 + round),
+                                      timestamp: UInt32(48_000 + round * 960), ssrc: SSRC(client.audio.ssrc),
+                                      extensions: client.midExtension(client.audio.mid), payload: payload[...]))
+            }
+        }
+        // The mixes of the last packets sent: two ticks plus the jitter buffer's delay.
+        service(clients, until: clock.now() + .milliseconds(100))
+        let elapsed = Double((clock.now() - start).nanosecondsClamped) / 1e9
+
+        for (index, name) in names.enumerated() {
+            let client = clients[index]
+            let packets = client.echoes(on: hostAudio[index])
+            #expect(packets.count > 50, "\(name) got \(packets.count) packets of its mix in \(elapsed) s")
+            guard let first = packets.first else { continue }
+            #expect(first.marker, "the first packet of a mix is marked")
+            #expect(packets.dropFirst().allSatisfy { !$0.marker })
+            #expect(packets.allSatisfy { $0.payloadType.rawValue == client.audio.payloadType })
+            // Consecutive packets: +1 sequence number, +960 timestamp (loopback keeps the order).
+            let steps = zip(packets, packets.dropFirst()).filter {
+                $1.sequenceNumber == $0.sequenceNumber &+ 1 && $1.timestamp == $0.timestamp &+ 960
+            }.count
+            #expect(steps == packets.count - 1, "\(name): every packet follows the one before")
+
+            // Decode it all, as the client would, and listen to what came once every tone flowed.
+            let decoder = try OpusDecoder(channels: 1)
+            var heard: [Int16] = []
+            for (offset, packet) in packets.enumerated() {
+                let frame = (try? decoder.decode(Array(packet.payload))) ?? decoder.concealLoss()
+                if offset >= receivedAt[index] { heard += frame.samples }
+            }
+            let own = try #require(roomTones[name])
+            let ownPower = tonePower(heard, frequency: own)
+            var weakest = Double.infinity
+            for (other, frequency) in roomTones where other != name {
+                let power = tonePower(heard, frequency: frequency)
+                weakest = min(weakest, power)
+                #expect(ownPower * 30 < power, "\(name) hears its own \(own) Hz at \(ownPower), \(other)'s \(frequency) Hz at \(power)")
+            }
+            print("RoomAudio: \(name) got \(packets.count) packets; weakest other tone / own tone = "
+                  + String(format: "%.0f", weakest / max(ownPower, 1e-9)) + " (\(heard.count / 960) frames analysed)")
+        }
+        // One encoder per distinct mix: with three talking, at least the three "all but one".
+        let metrics = try HTTPTestClient(port: host.http.address.port).send("GET", "/metrics").text
+        let encoderLine = metrics.split(separator: "\n").first { $0.hasPrefix("tessera_audio_encoders ") }
+        let running = encoderLine.flatMap { Int($0.split(separator: " ").last ?? "") }
+        #expect((3...8).contains(running ?? 0), "metrics: \(encoderLine ?? "no tessera_audio_encoders")")
+        // Everyone leaves: the room closes, its tick stops and its encoders go.
+        for client in clients { #expect(try client.delete() == 204) }
+        let after = try HTTPTestClient(port: host.http.address.port).send("GET", "/metrics").text
+        #expect(after.contains("tessera_rooms 0\n") && after.contains("tessera_audio_encoders 0\n"), "\(after)")
+        print("RoomAudio: \(rounds) packets per client; sending and hearing took \(String(format: "%.2f", elapsed)) s")
+    }
+}
