@@ -248,10 +248,46 @@ public final class HostAPI: Sendable {
         case "application/trickle-ice-sdpfrag":
             return HTTPResponse(status: 204)
         case "application/json":
-            return .error(501, "not implemented", detail: "hear and muted come with the conference (mixing) layer")
+            return applyHearAndMuted(room: room, id: id, request.body)
         default:
             return .error(415, "wrong content type", detail: "send application/trickle-ice-sdpfrag or application/json")
         }
+    }
+
+    /// The contract's JSON PATCH: `{"hear": {"bob": false}, "muted": {"audio": true}}`. `hear`
+    /// changes only this participant's mix; `muted` takes its voice out of every mix (or its
+    /// picture off every tile). Answers the participant as it now is.
+    private func applyHearAndMuted(room: String, id: String, _ body: [UInt8]) -> HTTPResponse {
+        struct Patch: Decodable {
+            struct Muted: Decodable { var audio: Bool?; var video: Bool? }
+            var hear: [String: Bool]?
+            var muted: Muted?
+        }
+        let patch: Patch
+        do { patch = try JSONDecoder().decode(Patch.self, from: Data(body)) } catch {
+            return .error(400, "bad JSON", detail: "expected {\"hear\": {\"ID\": false}, \"muted\": {\"audio\": true}}")
+        }
+        for identity in (patch.hear ?? [:]).keys where !Self.isValidName(identity) {
+            return .error(400, "bad identity", detail: "hear names \(identity.prefix(64)), not an identity")
+        }
+        let rooms = self.rooms, events = self.events
+        let summary = try? media.runOnLoop { () -> ParticipantSummary? in
+            guard let participant = rooms.value.participant(room: room, id: id) else { return nil }
+            for (identity, hears) in patch.hear ?? [:] where identity != participant.identity {
+                if hears { participant.notHeard.remove(identity) } else { participant.notHeard.insert(identity) }
+            }
+            for (source, muted, current) in [("microphone", patch.muted?.audio, participant.audioMuted),
+                                             ("camera", patch.muted?.video, participant.videoMuted)] {
+                guard let muted, muted != current else { continue }
+                if source == "microphone" { participant.audioMuted = muted } else { participant.videoMuted = muted }
+                events.publish(RoomEvent(muted ? .trackMuted : .trackUnmuted, room: room, participant: participant.id,
+                                         identity: participant.identity, source: source))
+            }
+            rooms.value.audio[room]?.refreshHearing()
+            return participant.summary
+        }
+        guard let summary = summary ?? nil else { return .error(404, "not found", detail: "no participant \(id) in room \(room)") }
+        return .json(200, summary)
     }
 
     private func participantExists(room: String, id: String) -> Bool {

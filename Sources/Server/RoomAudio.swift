@@ -61,7 +61,18 @@ final class RoomAudio {
         let key = ObjectIdentifier(session)
         sessions[key] = session
         mixer.add(key, receiver: session.audioReceiver, listens: session.receivesAudio)
+        refreshHearing()
         if timer == nil { start() }
+    }
+
+    /// Tells the mixer whom each participant does not hear (by identity, so it holds for those
+    /// who join later) and whose voice is muted. Call after a join, a leave or a PATCH.
+    func refreshHearing() {
+        let byIdentity = Dictionary(sessions.map { ($0.value.identity, $0.key) }, uniquingKeysWith: { first, _ in first })
+        for (key, session) in sessions {
+            mixer.setNotHeard(Set(session.notHeard.compactMap { byIdentity[$0] }), by: key)
+            mixer.setMuted(key, session.audioMuted)
+        }
     }
 
     /// Removes a participant: its voice leaves every mix at the next tick.
@@ -69,6 +80,7 @@ final class RoomAudio {
         let key = ObjectIdentifier(session)
         sessions[key] = nil
         mixer.remove(key)
+        refreshHearing()
     }
 
     var isEmpty: Bool { sessions.isEmpty }

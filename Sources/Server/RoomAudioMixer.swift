@@ -60,6 +60,10 @@ public final class RoomAudioMixer<Member: Hashable> {
         let receiver: AudioReceiver?
         /// Whether the member is sent a mix (its audio m-line receives).
         let listens: Bool
+        /// Members this one chose not to hear (`PATCH … {"hear": {"bob": false}}`).
+        var notHeard: Set<Member> = []
+        /// Muted by the host: its voice is in no mix (its receiver still plays on time).
+        var muted = false
     }
 
     /// The settings.
@@ -98,6 +102,16 @@ public final class RoomAudioMixer<Member: Hashable> {
         members[member] = Entry(receiver: receiver, listens: listens)
     }
 
+    /// Sets whom `member` does not hear: only its own mix changes.
+    public func setNotHeard(_ excluded: Set<Member>, by member: Member) {
+        members[member]?.notHeard = excluded
+    }
+
+    /// Mutes or unmutes a member's voice in every mix.
+    public func setMuted(_ member: Member, _ muted: Bool) {
+        members[member]?.muted = muted
+    }
+
     /// Removes a member: from the next tick its voice is in no mix and it is sent nothing.
     public func remove(_ member: Member) {
         guard members.removeValue(forKey: member) != nil else { return }
@@ -113,8 +127,9 @@ public final class RoomAudioMixer<Member: Hashable> {
         var frames: [Member: [Int16]] = [:]
         var sounding: Set<Member> = []
         for member in order {
-            guard let receiver = members[member]?.receiver else { continue }
+            guard let entry = members[member], let receiver = entry.receiver else { continue }
             let frame = receiver.tick(now: now)
+            if entry.muted { continue }
             // The receiver decodes mono; a frame of another length is treated as silence.
             guard frame.channels == 1, frame.samples.count == AudioFrame.samplesPer20ms else { continue }
             if Self.meanSquare(frame.samples) > configuration.speakingThreshold {
@@ -136,14 +151,17 @@ public final class RoomAudioMixer<Member: Hashable> {
         var packets: [Member: [UInt8]] = [:]
         var encoded: [Set<Member>: [UInt8]] = [:]
         var failed: Set<Set<Member>> = []
-        for member in order where members[member]?.listens == true {
-            var key = sounding
-            key.remove(member)
+        for member in order {
+            guard let entry = members[member], entry.listens else { continue }
+            // Everyone sounding but the listener and those it chose not to hear.
+            var left = entry.notHeard.intersection(sounding)
+            if sounding.contains(member) { left.insert(member) }
+            let key = sounding.subtracting(left)
             if let packet = encoded[key] {
                 packets[member] = packet
                 continue
             }
-            guard !failed.contains(key), let packet = encode(key: key, without: sounding.contains(member) ? frames[member] : nil, now: now) else {
+            guard !failed.contains(key), let packet = encode(key: key, without: left.compactMap { frames[$0] }, now: now) else {
                 failed.insert(key)
                 continue
             }
@@ -156,19 +174,18 @@ public final class RoomAudioMixer<Member: Hashable> {
         return packets
     }
 
-    /// The mix of `key` (this tick's sum, less `own` when given), limited and encoded with the
-    /// key's encoder; nil if the encoder failed.
-    private func encode(key: Set<Member>, without own: [Int16]?, now: Instant) -> [UInt8]? {
+    /// The mix of `key` (this tick's sum, less the frames `left` out), limited and encoded with
+    /// the key's encoder; nil if the encoder failed.
+    private func encode(key: Set<Member>, without left: [[Int16]], now: Instant) -> [UInt8]? {
         guard let channel = channel(for: key, now: now) else { return nil }
         channel.lastUsed = now
         sum.withUnsafeBufferPointer { sum in
             mix.withUnsafeMutableBufferPointer { mix in
-                guard let own else {
-                    for index in mix.indices { mix[index] = sum[index] }
-                    return
-                }
-                own.withUnsafeBufferPointer { own in
-                    for index in mix.indices { mix[index] = sum[index] &- Int32(own[index]) }
+                for index in mix.indices { mix[index] = sum[index] }
+                for frame in left {
+                    frame.withUnsafeBufferPointer { frame in
+                        for index in mix.indices { mix[index] &-= Int32(frame[index]) }
+                    }
                 }
             }
         }

@@ -128,6 +128,13 @@ final class ParticipantSession: PeerEventSink {
         }
     }
 
+    /// Identities this participant chose not to hear (`PATCH … {"hear": {"bob": false}}`).
+    var notHeard: Set<String> = []
+    /// Muted by a `PATCH … {"muted": {"audio": true}}`: its voice is in no mix.
+    var audioMuted = false
+    /// Muted video: its tile shows the placeholder.
+    var videoMuted = false
+
     /// Whether the participant is sent a mix (its first audio section receives from the host).
     var receivesAudio: Bool { audioSender != nil }
 
@@ -167,18 +174,26 @@ final class ParticipantSession: PeerEventSink {
 
     var summary: ParticipantSummary {
         ParticipantSummary(id: id, identity: identity, name: name, state: state,
-                           packetsReceived: packetsReceived, bytesReceived: bytesReceived)
+                           packetsReceived: packetsReceived, bytesReceived: bytesReceived,
+                           notHeard: notHeard.sorted(), muted: .init(audio: audioMuted, video: videoMuted))
     }
 }
 
 /// A participant in the API's answers.
 struct ParticipantSummary: Codable, Sendable {
+    struct Muted: Codable, Sendable {
+        let audio: Bool
+        let video: Bool
+    }
     let id: String
     let identity: String
     let name: String?
     let state: String
     let packetsReceived: Int
     let bytesReceived: Int
+    /// Identities this participant does not hear.
+    let notHeard: [String]
+    let muted: Muted
 }
 
 /// Rooms by name, each a set of participants by identity and its audio tick. A room is made by

@@ -111,6 +111,29 @@ let roomTones: [String: Double] = ["a": 440, "b": 660, "c": 880]
         #expect(tonePower(b.heard, frequency: 440) > 1000 * max(1, tonePower(a.heard, frequency: 440)))
     }
 
+    @Test func notHearingBobChangesOnlyThatMembersMix() throws {
+        let (mixer, members) = try room(["a", "b", "c"])
+        mixer.setNotHeard(["b"], by: "a")
+        try run(mixer, members, speaking: ["a", "b", "c"], ticks: 0..<35, keep: 10)
+        let a = try #require(members["a"]), c = try #require(members["c"])
+        #expect(tonePower(a.heard, frequency: 660) * 30 < tonePower(a.heard, frequency: 880), "a no longer hears b")
+        #expect(tonePower(a.heard, frequency: 880) > 30 * tonePower(a.heard, frequency: 440), "a still hears c")
+        #expect(tonePower(c.heard, frequency: 660) > 30 * tonePower(c.heard, frequency: 880), "c still hears b")
+        #expect(tonePower(c.heard, frequency: 440) > 30 * tonePower(c.heard, frequency: 880), "c still hears a")
+    }
+
+    @Test func aMutedMemberIsInNoMix() throws {
+        let (mixer, members) = try room(["a", "b", "c"])
+        mixer.setMuted("c", true)
+        try run(mixer, members, speaking: ["a", "b", "c"], ticks: 0..<35, keep: 10)
+        for name in ["a", "b"] {
+            let member = try #require(members[name])
+            let other = name == "a" ? 660.0 : 440.0
+            #expect(tonePower(member.heard, frequency: 880) * 30 < tonePower(member.heard, frequency: other), "\(name) hears muted c")
+        }
+        #expect(!mixer.soundingLastTick.contains("c"))
+    }
+
     @Test func aRemovedMemberLeavesEveryMixAtTheNextTick() throws {
         let (mixer, members) = try room(["a", "b", "c"])
         try run(mixer, members, speaking: ["a", "b", "c"], ticks: 0..<20)
