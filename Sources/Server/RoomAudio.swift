@@ -1,3 +1,4 @@
+import Compositing
 import Media
 import RTP
 import Wire
@@ -50,10 +51,18 @@ final class RoomAudio {
     /// The audio tick: one 20 ms frame per participant.
     static let tickInterval: Duration = .milliseconds(20)
 
-    init(room: String, loop: EventLoop) {
+    /// Who speaks, from the decoded levels; its changes are published as room events.
+    private(set) var speakers = ActiveSpeakerDetector()
+    private let events: RoomEventHub?
+
+    init(room: String, loop: EventLoop, events: RoomEventHub? = nil) {
         self.room = room
         self.loop = loop
+        self.events = events
     }
+
+    /// The identity of the active speaker, if anyone has spoken.
+    var activeSpeaker: String? { speakers.current }
 
     /// Adds a participant's audio (its receiver, and whether it is sent a mix); the first starts
     /// the tick.
@@ -80,6 +89,7 @@ final class RoomAudio {
         let key = ObjectIdentifier(session)
         sessions[key] = nil
         mixer.remove(key)
+        speakers.remove(participant: session.identity)
         refreshHearing()
     }
 
@@ -109,6 +119,13 @@ final class RoomAudio {
             scheduleResets += 1
         }
         let packets = mixer.tick(now: deadline)
+        for (key, level) in mixer.levelsLastTick {
+            guard let identity = sessions[key]?.identity else { continue }
+            speakers.update(participant: identity, level: level, now: deadline)
+        }
+        if let speaker = speakers.evaluate(now: deadline) {
+            events?.publish(RoomEvent(.activeSpeakerChanged, room: room, identity: speaker))
+        }
         var sent = false
         for (key, payload) in packets {
             if sessions[key]?.sendAudio(payload) == true { sent = true }

@@ -1,3 +1,4 @@
+import Foundation
 import Compositing
 import Media
 import Wire
@@ -82,6 +83,8 @@ public final class RoomAudioMixer<Member: Hashable> {
     public private(set) var mixesLastTick = 0
     /// Members counted as sounding in the last tick.
     public private(set) var soundingLastTick: Set<Member> = []
+    /// Each unmuted member's level in the last tick, in dBFS (-127 for silence).
+    public private(set) var levelsLastTick: [Member: Double] = [:]
     /// Mixes that could not be encoded (an encoder refused to start or to encode); their
     /// listeners got no packet that tick.
     public private(set) var encodeFailures = 0
@@ -126,13 +129,18 @@ public final class RoomAudioMixer<Member: Hashable> {
         // whether or not anyone hears it.
         var frames: [Member: [Int16]] = [:]
         var sounding: Set<Member> = []
+        var levels: [Member: Double] = [:]
+        defer { levelsLastTick = levels }
         for member in order {
             guard let entry = members[member], let receiver = entry.receiver else { continue }
             let frame = receiver.tick(now: now)
             if entry.muted { continue }
             // The receiver decodes mono; a frame of another length is treated as silence.
             guard frame.channels == 1, frame.samples.count == AudioFrame.samplesPer20ms else { continue }
-            if Self.meanSquare(frame.samples) > configuration.speakingThreshold {
+            let power = Self.meanSquare(frame.samples)
+            // dBFS of the frame (a full-scale square wave is 0), for the active speaker.
+            levels[member] = power > 0 ? 10 * log10(power / (32768.0 * 32768.0)) : -127
+            if power > configuration.speakingThreshold {
                 sounding.insert(member)
                 frames[member] = frame.samples
             }

@@ -37,7 +37,7 @@ final class ParticipantSession: PeerEventSink {
     private var timerDeadline: Instant?
     /// Sections (by index) whose first media has arrived: their track is published.
     private var published: Set<Int> = []
-    private let events: RoomEventHub
+    let events: RoomEventHub
     private let onEnd: (ParticipantSession) -> Void
 
     init(id: String, identity: String, name: String?, room: String, negotiated: NegotiatedSession, port: MediaPort,
@@ -228,7 +228,7 @@ final class RoomDirectory {
 
     func add(_ participant: ParticipantSession) {
         rooms[participant.room, default: [:]][participant.identity] = participant
-        let roomAudio = audio[participant.room] ?? RoomAudio(room: participant.room, loop: participant.port.loop)
+        let roomAudio = audio[participant.room] ?? RoomAudio(room: participant.room, loop: participant.port.loop, events: participant.events)
         audio[participant.room] = roomAudio
         roomAudio.add(participant)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Compositing
 import Media
 import RTP
 import Testing
@@ -132,6 +133,18 @@ let roomTones: [String: Double] = ["a": 440, "b": 660, "c": 880]
             #expect(tonePower(member.heard, frequency: 880) * 30 < tonePower(member.heard, frequency: other), "\(name) hears muted c")
         }
         #expect(!mixer.soundingLastTick.contains("c"))
+    }
+
+    @Test func levelsTellTheSpeakerFromTheSilent() throws {
+        let (mixer, members) = try room(["a", "b"])
+        try run(mixer, members, speaking: ["a"], ticks: 0..<15)
+        let a = try #require(mixer.levelsLastTick["a"]), b = try #require(mixer.levelsLastTick["b"])
+        #expect(a > -20 && a < 0, "a 8000-amplitude tone is about -15 dBFS: \(a)")
+        #expect(b < a - 40)
+        var detector = ActiveSpeakerDetector()
+        detector.update(participant: "a", level: a, now: .milliseconds(0))
+        detector.update(participant: "b", level: b, now: .milliseconds(0))
+        #expect(detector.evaluate(now: .milliseconds(0)) == "a")
     }
 
     @Test func aRemovedMemberLeavesEveryMixAtTheNextTick() throws {
