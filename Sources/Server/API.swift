@@ -17,8 +17,12 @@ public final class HostAPI: Sendable {
     /// The HS256 secret; nil means auth is off (allowed only on loopback, `HostConfig.validate`).
     let secret: String?
 
-    init(media: MediaHost, limits: HostConfig.Limits, secret: String?) {
+    /// Where recordings go.
+    let recordingsFolder: String
+
+    init(media: MediaHost, limits: HostConfig.Limits, secret: String?, recordingsFolder: String = "recordings") {
         self.media = media
+        self.recordingsFolder = recordingsFolder
         self.secret = secret?.isEmpty == false ? secret : nil
         var page: [String: (type: String, bytes: [UInt8])] = [:]
         for (path, file, type) in [("/", "index.html", "text/html; charset=utf-8"), ("/app.js", "app.js", "text/javascript; charset=utf-8")] {
@@ -59,6 +63,10 @@ public final class HostAPI: Sendable {
             return authorize(request, .admin(room: nil)) ?? listRooms()
         case ("GET", 3) where path[..<2] == ["v1", "rooms"]:
             return authorize(request, .member(room: path[2], identity: nil)) ?? showRoom(path[2])
+        case ("POST", 4) where path[0] == "v1" && path[1] == "rooms" && path[3] == "recordings":
+            return authorize(request, .admin(room: path[2])) ?? startRecording(room: path[2], request)
+        case ("DELETE", 5) where path[0] == "v1" && path[1] == "rooms" && path[3] == "recordings":
+            return authorize(request, .admin(room: path[2])) ?? stopRecording(room: path[2], id: path[4])
         case ("GET", 4) where path[0] == "v1" && path[1] == "rooms" && path[3] == "events":
             return authorize(request, .member(room: path[2], identity: nil)) ?? subscribe(room: path[2])
         case ("POST", 4) where path[0] == "v1" && path[1] == "rooms" && path[3] == "participants":
@@ -305,6 +313,72 @@ public final class HostAPI: Sendable {
         return found ? HTTPResponse(status: 204) : .error(404, "not found", detail: "no participant \(id) in room \(room)")
     }
 
+    /// `POST /v1/rooms/{room}/recordings` with an optional `{"file": "name.webm"}`: records the
+    /// room's composite and whole mix into the configured folder.
+    private func startRecording(room: String, _ request: HTTPRequest) -> HTTPResponse {
+        struct Body: Decodable { var file: String? }
+        var file: String?
+        if !request.body.isEmpty {
+            guard let body = try? JSONDecoder().decode(Body.self, from: Data(request.body)) else {
+                return .error(400, "bad JSON", detail: #"expected {"file": "name.webm"} or no body"#)
+            }
+            file = body.file
+        }
+        let id = UUID().uuidString.lowercased()
+        let name = file ?? "\(room)-\(Int(Date().timeIntervalSince1970)).webm"
+        // A plain file name in the folder: no paths, no hidden files.
+        guard Self.isValidName(name), name.hasSuffix(".webm"), !name.hasPrefix(".") else {
+            return .error(400, "bad file name", detail: "use 1 to 64 of A-Z a-z 0-9 - _ . ending in .webm")
+        }
+        do { try FileManager.default.createDirectory(atPath: recordingsFolder, withIntermediateDirectories: true) } catch {
+            return .error(500, "recordings folder", detail: "cannot make \(recordingsFolder): \(error.localizedDescription)")
+        }
+        let path = URL(fileURLWithPath: recordingsFolder).appendingPathComponent(name).path
+        guard !FileManager.default.fileExists(atPath: path) else {
+            return .error(409, "file exists", detail: "\(name) is already in the recordings folder")
+        }
+        let rooms = self.rooms, events = self.events
+        let outcome = (try? media.runOnLoop { () -> Result<Void, HTTPResponseError> in
+            guard let audio = rooms.value.audio[room] else { return .failure(HTTPResponseError(404, "not found", "no room \(room)")) }
+            do { try audio.startRecording(id: id, file: name, path: path) } catch {
+                return .failure(HTTPResponseError(500, "recording", "\(error)"))
+            }
+            events.publish(RoomEvent(.recordingStarted, room: room, reason: name))
+            return .success(())
+        }) ?? .failure(HTTPResponseError(503, "host stopping", "the host is shutting down"))
+        switch outcome {
+        case .success: return .json(201, ["id": id, "file": name])
+        case .failure(let error): return .error(error.status, error.error, detail: error.detail)
+        }
+    }
+
+    /// `DELETE /v1/rooms/{room}/recordings/{id}`: answered once the file is complete.
+    private func stopRecording(room: String, id: String) -> HTTPResponse {
+        let rooms = self.rooms, events = self.events
+        let outcome = (try? media.runOnLoop { () -> Result<String, HTTPResponseError> in
+            guard let audio = rooms.value.audio[room] else { return .failure(HTTPResponseError(404, "not found", "no room \(room)")) }
+            do {
+                guard let file = try audio.stopRecording(id: id) else {
+                    return .failure(HTTPResponseError(404, "not found", "no recording \(id) in \(room)"))
+                }
+                events.publish(RoomEvent(.recordingStopped, room: room, reason: file))
+                return .success(file)
+            } catch {
+                return .failure(HTTPResponseError(500, "recording", "\(error)"))
+            }
+        }) ?? .failure(HTTPResponseError(503, "host stopping", "the host is shutting down"))
+        switch outcome {
+        case .success(let file): return .json(200, ["id": id, "file": file])
+        case .failure(let error): return .error(error.status, error.error, detail: error.detail)
+        }
+    }
+
+    /// Finishes every recording (the host is stopping: SIGTERM must leave playable files).
+    func finishRecordings() {
+        let rooms = self.rooms
+        _ = try? media.runOnLoop { for audio in rooms.value.audio.values { audio.stopAllRecordings() } }
+    }
+
     /// Server-sent events of one room, from now on (the room need not exist yet).
     private func subscribe(room: String) -> HTTPResponse {
         guard Self.isValidName(room) else { return .error(400, "bad room name", detail: "use 1 to 64 of A-Z a-z 0-9 - _ .") }
@@ -410,7 +484,7 @@ public final class ConferenceHost: Sendable {
     public init(config: HostConfig) throws {
         self.config = config
         media = try MediaHost(listen: TransportAddress(parsing: config.media.listen), announce: config.media.announce)
-        let api = HostAPI(media: media, limits: config.limits, secret: config.auth.secret)
+        let api = HostAPI(media: media, limits: config.limits, secret: config.auth.secret, recordingsFolder: config.recordings.folder)
         self.api = api
         let listen = try TransportAddress(parsing: config.http.listen)
         do {
@@ -429,6 +503,7 @@ public final class ConferenceHost: Sendable {
     public func stop() {
         api.events.closeAll()
         http.stop()
+        api.finishRecordings()
         media.stop()
     }
 }

@@ -31,10 +31,17 @@ public struct HostConfig: Sendable, Equatable {
         public init() {}
     }
 
+    public struct Recordings: Sendable, Equatable {
+        /// Where recordings are written (made when the first starts).
+        public var folder = "recordings"
+        public init() {}
+    }
+
     public var http = HTTP()
     public var media = Media()
     public var auth = Auth()
     public var limits = Limits()
+    public var recordings = Recordings()
 
     public init() {}
 
@@ -96,13 +103,14 @@ public struct HostConfig: Sendable, Equatable {
 
 // Decoding keeps the default of every field the file leaves out.
 extension HostConfig: Codable {
-    enum CodingKeys: String, CodingKey { case http, media, auth, limits }
+    enum CodingKeys: String, CodingKey { case http, media, auth, limits, recordings }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         http = try c.decodeIfPresent(HTTP.self, forKey: .http) ?? HTTP()
         media = try c.decodeIfPresent(Media.self, forKey: .media) ?? Media()
         auth = try c.decodeIfPresent(Auth.self, forKey: .auth) ?? Auth()
         limits = try c.decodeIfPresent(Limits.self, forKey: .limits) ?? Limits()
+        recordings = try c.decodeIfPresent(Recordings.self, forKey: .recordings) ?? Recordings()
     }
 }
 extension HostConfig.HTTP: Codable {
@@ -135,5 +143,12 @@ extension HostConfig.Limits: Codable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         maxRooms = try c.decodeIfPresent(Int.self, forKey: .maxRooms) ?? maxRooms
         maxParticipantsPerRoom = try c.decodeIfPresent(Int.self, forKey: .maxParticipantsPerRoom) ?? maxParticipantsPerRoom
+    }
+}
+extension HostConfig.Recordings: Codable {
+    enum CodingKeys: String, CodingKey { case folder }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        folder = try c.decodeIfPresent(String.self, forKey: .folder) ?? folder
     }
 }

@@ -64,6 +64,39 @@ final class RoomAudio {
     /// The identity of the active speaker, if anyone has spoken.
     var activeSpeaker: String? { speakers.current }
 
+    /// The room's whole mix as a track, while something records it.
+    private var mixTrack: AudioTrack?
+    /// The composite's track, when the room has video, for recordings to take.
+    var compositeTrack: VideoTrack?
+    /// Recordings in progress, by id.
+    private(set) var recordings: [String: (file: String, recorder: TrackRecorder)] = [:]
+
+    /// Starts recording the room's composite and whole mix into `path`.
+    func startRecording(id: String, file: String, path: String) throws(RecordingError) {
+        let track = mixTrack ?? AudioTrack(id: "\(room)/mix")
+        mixTrack = track
+        mixer.producesRoomMix = true
+        let recorder = try TrackRecorder(path: path, videoTrack: compositeTrack, audioTrack: track, now: loop.clock.now())
+        recordings[id] = (file, recorder)
+    }
+
+    /// Finishes a recording: the file is complete and playable when this returns.
+    func stopRecording(id: String) throws(RecordingError) -> String? {
+        guard let recording = recordings.removeValue(forKey: id) else { return nil }
+        if recordings.isEmpty {
+            mixer.producesRoomMix = false
+            mixTrack?.end()
+            mixTrack = nil
+        }
+        try recording.recorder.stop()
+        return recording.file
+    }
+
+    /// Finishes every recording (the room closed, or the host is stopping).
+    func stopAllRecordings() {
+        for id in recordings.keys { _ = try? stopRecording(id: id) }
+    }
+
     /// Adds a participant's audio (its receiver, and whether it is sent a mix); the first starts
     /// the tick.
     func add(_ session: ParticipantSession) {
@@ -96,8 +129,9 @@ final class RoomAudio {
     var isEmpty: Bool { sessions.isEmpty }
     var isRunning: Bool { timer != nil }
 
-    /// Stops the tick (the room closed).
+    /// Stops the tick (the room closed), finishing its recordings.
     func stop() {
+        stopAllRecordings()
         if let timer { loop.cancel(timer) }
         timer = nil
         deadline = nil
@@ -125,6 +159,10 @@ final class RoomAudio {
         }
         if let speaker = speakers.evaluate(now: deadline) {
             events?.publish(RoomEvent(.activeSpeakerChanged, room: room, identity: speaker))
+        }
+        if let whole = mixer.roomMixLastTick, let mixTrack {
+            mixTrack.push(whole, now: deadline)
+            for (_, recording) in recordings { recording.recorder.tick(now: deadline) }
         }
         var sent = false
         for (key, payload) in packets {

@@ -83,6 +83,11 @@ public final class RoomAudioMixer<Member: Hashable> {
     public private(set) var mixesLastTick = 0
     /// Members counted as sounding in the last tick.
     public private(set) var soundingLastTick: Set<Member> = []
+    /// Whether each tick also makes the whole room's mix (everyone sounding), for recordings.
+    public var producesRoomMix = false
+    /// The whole room's mix of the last tick, when `producesRoomMix`.
+    public private(set) var roomMixLastTick: AudioFrame?
+    private var roomLimiter = SoftLimiter()
     /// Each unmuted member's level in the last tick, in dBFS (-127 for silence).
     public private(set) var levelsLastTick: [Member: Double] = [:]
     /// Mixes that could not be encoded (an encoder refused to start or to encode); their
@@ -154,6 +159,16 @@ public final class RoomAudioMixer<Member: Hashable> {
                     for index in sum.indices { sum[index] &+= Int32(own[index]) }
                 }
             }
+        }
+
+        if producesRoomMix {
+            var whole = [Int16](repeating: 0, count: AudioFrame.samplesPer20ms)
+            sum.withUnsafeBufferPointer { sum in
+                whole.withUnsafeMutableBufferPointer { roomLimiter.process(sum, channels: 1, into: $0) }
+            }
+            roomMixLastTick = AudioFrame(channels: 1, samples: whole, timestamp: now)
+        } else {
+            roomMixLastTick = nil
         }
 
         var packets: [Member: [UInt8]] = [:]

@@ -2,6 +2,7 @@ import Foundation
 import Media
 import RTP
 import Testing
+import WireTesting
 import Transport
 import Wire
 @testable import Server
@@ -41,6 +42,9 @@ import Wire
         var config = HostConfig()
         config.http.listen = "127.0.0.1:0"
         config.media.listen = "127.0.0.1:0"
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("recordings-\(UUID().uuidString)")
+        config.recordings.folder = folder.path
+        defer { try? FileManager.default.removeItem(at: folder) }
         let host = try ConferenceHost(config: config)
         defer { host.stop() }
         let names = ["a", "b", "c"]
@@ -48,6 +52,16 @@ import Wire
         for (name, client) in zip(names, clients) {
             try client.connect(timeout: .seconds(3), path: "/v1/rooms/r/participants?identity=\(name)")
         }
+        // Two recordings of the room's whole mix: one stopped with DELETE, one left for the host
+        // to finish when it stops (as SIGTERM does).
+        let api = HTTPTestClient(port: host.http.address.port)
+        let json = ["Content-Type": "application/json"]
+        let recording = try api.send("POST", "/v1/rooms/r/recordings", headers: json, body: Array(#"{"file": "mix.webm"}"#.utf8))
+        #expect(recording.status == 201)
+        let recordingID = try #require((try JSONSerialization.jsonObject(with: Data(recording.body)) as? [String: String])?["id"])
+        #expect(try api.send("POST", "/v1/rooms/r/recordings", headers: json, body: Array(#"{"file": "left-open.webm"}"#.utf8)).status == 201)
+        #expect(try api.send("POST", "/v1/rooms/r/recordings", headers: json, body: Array(#"{"file": "../escape.webm"}"#.utf8)).status == 400)
+        #expect(try api.send("POST", "/v1/rooms/nobody/recordings", headers: json, body: []).status == 404)
         let hostAudio = try clients.map { try #require($0.answer?.hostSSRCs[$0.audio.mid]) }
         let encoders = try clients.map { _ in try OpusEncoder(.init(channels: 1, bitrate: 32_000)) }
 
@@ -70,6 +84,18 @@ import Wire
         }
         // The mixes of the last packets sent: two ticks plus the jitter buffer's delay.
         service(clients, until: clock.now() + .milliseconds(100))
+
+        // The stopped recording plays in ffprobe and holds every tone.
+        #expect(try api.send("DELETE", "/v1/rooms/r/recordings/\(recordingID)").status == 200)
+        let mixFile = folder.appendingPathComponent("mix.webm").path
+        let probe = String(decoding: try runTool("ffprobe", ["-v", "error", "-show_entries", "stream=codec_name:format=duration", "-of", "csv=p=0", mixFile]), as: UTF8.self)
+        #expect(probe.contains("opus"), "ffprobe: \(probe)")
+        let pcm = try runTool("ffmpeg", ["-v", "error", "-i", mixFile, "-f", "s16le", "-ac", "1", "-ar", "48000", "-"])
+        let recorded = pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        #expect(recorded.count > 48_000 / 2, "at least half a second recorded")
+        for frequency in roomTones.values {
+            #expect(tonePower(recorded, frequency: frequency) > 30 * tonePower(recorded, frequency: 1_250), "\(frequency) Hz is in the recording")
+        }
         let elapsed = Double((clock.now() - start).nanosecondsClamped) / 1e9
 
         for (index, name) in names.enumerated() {
@@ -113,6 +139,10 @@ import Wire
         for client in clients { #expect(try client.delete() == 204) }
         let after = try HTTPTestClient(port: host.http.address.port).send("GET", "/metrics").text
         #expect(after.contains("tessera_rooms 0\n") && after.contains("tessera_audio_encoders 0\n"), "\(after)")
+        // The room's close finished the recording left open: it plays.
+        let leftOpen = String(decoding: try runTool("ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0",
+                                                                folder.appendingPathComponent("left-open.webm").path]), as: UTF8.self)
+        #expect((Double(leftOpen.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0.5, "left-open.webm: \(leftOpen)")
         print("RoomAudio: \(rounds) packets per client; sending and hearing took \(String(format: "%.2f", elapsed)) s")
     }
 }
