@@ -31,10 +31,24 @@ public struct HostConfig: Sendable, Equatable {
         public init() {}
     }
 
+    /// The room composite: one canvas per room, encoded once and sent to every participant.
+    public struct Video: Sendable, Equatable {
+        /// Canvas width in pixels (2…3840), until a template sets another.
+        public var width = 1280
+        /// Canvas height in pixels (2…2160).
+        public var height = 720
+        /// Pictures per second (1…60).
+        public var fps = 30
+        /// The composite's VP8 target bit rate, bits per second.
+        public var bitrate = 1_500_000
+        public init() {}
+    }
+
     public var http = HTTP()
     public var media = Media()
     public var auth = Auth()
     public var limits = Limits()
+    public var video = Video()
 
     public init() {}
 
@@ -80,6 +94,11 @@ public struct HostConfig: Sendable, Equatable {
         }
         if self.http.maxBodyBytes < 1024 { throw .unsafe("http.maxBodyBytes must be at least 1024") }
         if limits.maxRooms < 1 || limits.maxParticipantsPerRoom < 1 { throw .unsafe("limits must be at least 1") }
+        if !(2...3840).contains(video.width) || !(2...2160).contains(video.height) {
+            throw .unsafe("video.width and video.height must be within 2…3840 × 2…2160")
+        }
+        if !(1...60).contains(video.fps) { throw .unsafe("video.fps must be 1…60") }
+        if !(100_000...20_000_000).contains(video.bitrate) { throw .unsafe("video.bitrate must be 100000…20000000 bit/s") }
     }
 
     private static func describe(_ error: Error) -> String {
@@ -96,13 +115,24 @@ public struct HostConfig: Sendable, Equatable {
 
 // Decoding keeps the default of every field the file leaves out.
 extension HostConfig: Codable {
-    enum CodingKeys: String, CodingKey { case http, media, auth, limits }
+    enum CodingKeys: String, CodingKey { case http, media, auth, limits, video }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         http = try c.decodeIfPresent(HTTP.self, forKey: .http) ?? HTTP()
         media = try c.decodeIfPresent(Media.self, forKey: .media) ?? Media()
         auth = try c.decodeIfPresent(Auth.self, forKey: .auth) ?? Auth()
         limits = try c.decodeIfPresent(Limits.self, forKey: .limits) ?? Limits()
+        video = try c.decodeIfPresent(Video.self, forKey: .video) ?? Video()
+    }
+}
+extension HostConfig.Video: Codable {
+    enum CodingKeys: String, CodingKey { case width, height, fps, bitrate }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        width = try c.decodeIfPresent(Int.self, forKey: .width) ?? width
+        height = try c.decodeIfPresent(Int.self, forKey: .height) ?? height
+        fps = try c.decodeIfPresent(Int.self, forKey: .fps) ?? fps
+        bitrate = try c.decodeIfPresent(Int.self, forKey: .bitrate) ?? bitrate
     }
 }
 extension HostConfig.HTTP: Codable {
