@@ -398,6 +398,7 @@ public final class HostAPI: Sendable {
             let videoStatistics = rooms.value.video.values.compactMap(\.encodeStatistics)
             let framesEncoded = videoStatistics.reduce(0) { $0 + $1.framesEncoded }
             let picturesDropped = videoStatistics.reduce(0) { $0 + $1.picturesDropped }
+            let encodeSeconds = videoStatistics.reduce(0.0) { $0 + Double($1.totalEncodeTime.nanosecondsClamped) / 1e9 }
             return [
                 "# HELP tessera_rooms Rooms with at least one participant.",
                 "# TYPE tessera_rooms gauge",
@@ -414,6 +415,9 @@ public final class HostAPI: Sendable {
                 "# HELP tessera_video_pictures_dropped Composite pictures the open rooms' encoder threads had no time for.",
                 "# TYPE tessera_video_pictures_dropped gauge",
                 "tessera_video_pictures_dropped \(picturesDropped)",
+                "# HELP tessera_video_encode_seconds Time the open rooms' encoder threads spent encoding.",
+                "# TYPE tessera_video_encode_seconds gauge",
+                "tessera_video_encode_seconds \(encodeSeconds)",
                 "# HELP tessera_echo_sessions Sessions of POST /v1/echo.",
                 "# TYPE tessera_echo_sessions gauge",
                 "tessera_echo_sessions \(echoes.value.count)",
