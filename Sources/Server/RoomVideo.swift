@@ -189,6 +189,7 @@ final class RoomVideo {
             deadline = now
             scheduleResets += 1
         }
+        for session in sessions { session.abandonStalledVideo(now: now) }
         if sessions.contains(where: \.receivesVideoNow) {
             compositor.tick(now: deadline)
             if let picture = compositor.outputTrack?.latestFrame(now: deadline) {

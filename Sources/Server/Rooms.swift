@@ -42,6 +42,13 @@ final class ParticipantSession: PeerEventSink {
     private let videoSection: Int?
     /// Set by the video receiver's key frame callback; turned into a PLI after the packet.
     private var videoKeyFrameNeeded = false
+    /// Since when camera packets have come without completing a picture (a frame missing a
+    /// packet holds back every frame after it); nil while pictures come.
+    private var videoStalledSince: Instant?
+    /// The camera's media SSRC, once a packet came.
+    private var cameraSSRC: SSRC?
+    /// How long a frame may miss packets (NACK's chance) before it is given up.
+    static let incompleteFrameTimeout: Duration = .milliseconds(150)
     /// Where the composite goes: the first video section's host SSRC, VP8 payload type and the
     /// next sequence number; nil when the host sends nothing there.
     private var videoOut: (ssrc: SSRC, payloadType: PayloadType, sequenceNumber: UInt16)?
@@ -153,14 +160,9 @@ final class ParticipantSession: PeerEventSink {
                                       timestamp: media.timestamp, arrival: now)
             }
             if index == videoSection, let videoReceiver {
+                cameraSSRC = media.ssrc
                 let wasWaiting = videoReceiver.isWaitingForKeyFrame
-                for picture in videoReceiver.receive(media, now: now) { cameraTrack.push(picture, now: now) }
-                if videoKeyFrameNeeded {
-                    videoKeyFrameNeeded = false
-                    receiver.requestKeyFrame(ssrc: media.ssrc, now: now)
-                } else if wasWaiting && !videoReceiver.isWaitingForKeyFrame {
-                    receiver.keyFrameReceived(ssrc: media.ssrc)
-                }
+                take(videoReceiver.receive(media, now: now), now: now, wasWaiting: wasWaiting)
             }
             if published.insert(index).inserted {
                 events.publish(RoomEvent(.trackPublished, room: room, participant: id, identity: identity, source: source(of: index)))
@@ -177,6 +179,30 @@ final class ParticipantSession: PeerEventSink {
     func sendAudio(_ payload: [UInt8]) -> Bool {
         guard let peerID, state == "secure", audioSender != nil, let packet = audioSender?.packet(payload) else { return false }
         return port.sendRTP(packet, to: peerID)
+    }
+
+    /// Pushes decoded camera pictures and turns the receiver's key frame needs into PLI.
+    private func take(_ pictures: [I420Frame], now: Instant, wasWaiting: Bool) {
+        for picture in pictures { cameraTrack.push(picture, now: now) }
+        videoStalledSince = pictures.isEmpty ? (videoStalledSince ?? now) : nil
+        guard let cameraSSRC, let videoReceiver else { return }
+        if videoKeyFrameNeeded {
+            videoKeyFrameNeeded = false
+            receiver.requestKeyFrame(ssrc: cameraSSRC, now: now)
+        } else if wasWaiting && !videoReceiver.isWaitingForKeyFrame {
+            receiver.keyFrameReceived(ssrc: cameraSSRC)
+        }
+    }
+
+    /// Gives up on camera frames that have missed packets for `incompleteFrameTimeout` (NACK
+    /// has had its chance), so that the frames behind them, or a key frame, can come. The room's
+    /// video tick calls it.
+    func abandonStalledVideo(now: Instant) {
+        guard let videoReceiver, let since = videoStalledSince, now - since >= Self.incompleteFrameTimeout else { return }
+        let wasWaiting = videoReceiver.isWaitingForKeyFrame
+        take(videoReceiver.abandonIncompleteFrames(now: now), now: now, wasWaiting: wasWaiting)
+        videoStalledSince = nil
+        if state == "secure" { serviceRTCP(now: now) }
     }
 
     /// Whether the participant can be sent the composite now (secure, and its first video

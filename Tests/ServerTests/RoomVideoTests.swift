@@ -81,6 +81,23 @@ private final class VideoParticipant {
         }
     }
 
+    /// Asks the host for a key frame of the composite: `plis` PLIs, and a FIR if `fir`.
+    func requestKeyFrames(plis: Int, fir: Bool) throws {
+        let me = SSRC(client.video.ssrc)
+        for _ in 0..<plis {
+            client.sendRTCP(try RTCPPacket.serializeCompound([
+                .receiverReport(ReceiverReport(ssrc: me)),
+                .pictureLossIndication(PictureLossIndication(senderSSRC: me, mediaSSRC: SSRC(hostVideo))),
+            ]))
+        }
+        if fir {
+            client.sendRTCP(try RTCPPacket.serializeCompound([
+                .receiverReport(ReceiverReport(ssrc: me)),
+                .fullIntraRequest(FullIntraRequest(senderSSRC: me, entries: [FIREntry(ssrc: SSRC(hostVideo), sequenceNumber: 1)])),
+            ]))
+        }
+    }
+
     /// The composite's colour at (`x`, `y`), fractions of the picture; nil before any picture.
     func colour(atX x: Double, y: Double) -> YUVColor? {
         guard let latest else { return nil }
@@ -187,6 +204,18 @@ private final class VideoParticipant {
             #expect(participant.receiver.statistics.decodeErrors == 0)
         }
 
+        // Eleven PLIs and a FIR from the three at once: one key frame answers them all (the
+        // room's pacer grants one per 500 ms, so twelve requests cannot make twelve), and every
+        // receiver decodes it.
+        let keyFramesBefore = participants.map(\.receiver.statistics.keyFramesDecoded)
+        for participant in participants { try participant.requestKeyFrames(plis: participant === a ? 5 : 3, fir: participant === a) }
+        _ = try run(participants, watching: participants, until: grid3, timeout: .seconds(2), minimum: .milliseconds(400))
+        let keyFramesAfter = participants.map(\.receiver.statistics.keyFramesDecoded)
+        for (before, after) in zip(keyFramesBefore, keyFramesAfter) {
+            // One, or two when the requests straddled a tick (the second held for 500 ms).
+            #expect((1...2).contains(after - before), "key frames decoded by each: before \(keyFramesBefore), after \(keyFramesAfter)")
+        }
+
         // A custom template swaps a and b.
         let http = HTTPTestClient(port: port)
         let swapped = #"""
@@ -231,7 +260,7 @@ private final class VideoParticipant {
         let total = Double((clock.now() - began).nanosecondsClamped) / 1e9
         print("RoomVideo: grid \(Self.milliseconds(gridTime)), swap \(Self.milliseconds(swapTime)), leave \(Self.milliseconds(leaveTime)), "
               + "grid of 2 \(Self.milliseconds(grid2Time)); \(encoded), \(encodeSeconds), \(dropped); PLIs to clients "
-              + "\(participants.map(\.plisReceived)); whole test \(String(format: "%.2f", total)) s")
+              + "\(participants.map(\.plisReceived)); key frames decoded \(participants.map(\.receiver.statistics.keyFramesDecoded)); whole test \(String(format: "%.2f", total)) s")
     }
 
     @Test func layoutCallsRefuseBadTemplatesUnknownParticipantsAndPresetsAndMissingRooms() throws {
