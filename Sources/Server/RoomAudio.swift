@@ -40,6 +40,8 @@ final class RoomAudio {
     let mixer = RoomAudioMixer<ObjectIdentifier>()
     private let loop: EventLoop
     private var sessions: [ObjectIdentifier: ParticipantSession] = [:]
+    /// The room's video, told every tick's levels (its active speaker detector).
+    weak var video: RoomVideo?
     private var timer: EventLoop.TimerToken?
     private var deadline: Instant?
     /// Ticks that came more than `maximumLateness` late and restarted the schedule from now.
@@ -97,6 +99,13 @@ final class RoomAudio {
             scheduleResets += 1
         }
         let packets = mixer.tick(now: deadline)
+        if let video {
+            var levels: [String: Double] = [:]
+            for (key, level) in mixer.levelsLastTick {
+                if let identity = sessions[key]?.identity { levels[identity] = level }
+            }
+            video.audioLevels(levels, now: deadline)
+        }
         var sent = false
         for (key, payload) in packets {
             if sessions[key]?.sendAudio(payload) == true { sent = true }

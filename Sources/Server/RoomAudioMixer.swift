@@ -1,4 +1,5 @@
 import Compositing
+import Foundation
 import Media
 import Wire
 
@@ -76,6 +77,9 @@ public final class RoomAudioMixer<Member: Hashable> {
     public var encodersRunning: Int { channels.count }
     /// Distinct mixes encoded in the last tick.
     public private(set) var mixesLastTick = 0
+    /// Each member's level in the last tick, in dBov (0 the loudest, -127 silence; RFC 6464's
+    /// scale), for the active speaker detector. Members without a frame are absent.
+    public private(set) var levelsLastTick: [Member: Double] = [:]
     /// Members counted as sounding in the last tick.
     public private(set) var soundingLastTick: Set<Member> = []
     /// Mixes that could not be encoded (an encoder refused to start or to encode); their
@@ -112,12 +116,15 @@ public final class RoomAudioMixer<Member: Hashable> {
         // whether or not anyone hears it.
         var frames: [Member: [Int16]] = [:]
         var sounding: Set<Member> = []
+        levelsLastTick.removeAll(keepingCapacity: true)
         for member in order {
             guard let receiver = members[member]?.receiver else { continue }
             let frame = receiver.tick(now: now)
             // The receiver decodes mono; a frame of another length is treated as silence.
             guard frame.channels == 1, frame.samples.count == AudioFrame.samplesPer20ms else { continue }
-            if Self.meanSquare(frame.samples) > configuration.speakingThreshold {
+            let meanSquare = Self.meanSquare(frame.samples)
+            levelsLastTick[member] = max(-127, 10 * log10(max(meanSquare, 1e-3) / (32768.0 * 32768.0)))
+            if meanSquare > configuration.speakingThreshold {
                 sounding.insert(member)
                 frames[member] = frame.samples
             }

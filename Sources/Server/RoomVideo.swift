@@ -14,7 +14,8 @@ import Wire
 /// The layout is a preset (grid by default), recomputed whenever someone joins or leaves, or a
 /// custom template set through the API. Key frame requests (a new receiver, a PLI or FIR from
 /// any receiver) are coalesced by one `KeyFrameRequestPacer`: one key frame per 500 ms however
-/// many ask. Lives on the media loop thread; started with the room's first participant and
+/// many ask. The room's audio levels feed an `ActiveSpeakerDetector`; the speaker, side by side
+/// and picture-in-picture presets put its pick in the main tile. Lives on the media loop thread; started with the room's first participant and
 /// stopped when the room closes.
 final class RoomVideo {
     /// What decides the positions.
@@ -33,6 +34,8 @@ final class RoomVideo {
     private let events: RoomEventHub
     /// In joining order: the order presets place people in.
     private var sessions: [ParticipantSession] = []
+    /// Who speaks, from the room's audio levels (with hysteresis).
+    private var speakerDetector = ActiveSpeakerDetector()
     private var timer: EventLoop.TimerToken?
     private var deadline: Instant?
     private var worker: VideoEncodeWorker?
@@ -82,6 +85,7 @@ final class RoomVideo {
     func remove(_ session: ParticipantSession) {
         sessions.removeAll { $0 === session }
         if session.video === self { session.video = nil }
+        speakerDetector.remove(participant: session.identity)
         if case .preset = layout { applyLayout(publish: true) }
     }
 
@@ -108,7 +112,8 @@ final class RoomVideo {
         switch layout {
         case .custom(let description): return description
         case .preset(let preset):
-            return TemplateDescription(canvas: canvas, positions: preset.positions(participants: identities, activeSpeaker: nil))
+            return TemplateDescription(canvas: canvas, positions: preset.positions(participants: identities,
+                                                                                   activeSpeaker: speakerDetector.current))
         }
     }
 
@@ -150,6 +155,19 @@ final class RoomVideo {
         }
         compositor.setTemplate(CompositeTemplate(positions: positions))
         if publish { events.publish(RoomEvent(.layoutChanged, room: room)) }
+    }
+
+    /// The active speaker's identity; nil until someone has spoken.
+    var activeSpeaker: String? { speakerDetector.current }
+
+    /// Takes one audio tick's levels (dBov by identity): a new active speaker is published
+    /// (`activeSpeakerChanged`) and moves into the main tile of a preset that has one.
+    func audioLevels(_ levels: [String: Double], now: Instant) {
+        for (identity, level) in levels { speakerDetector.update(participant: identity, level: level, now: now) }
+        guard let speaker = speakerDetector.evaluate(now: now) else { return }
+        let session = sessions.first { $0.identity == speaker }
+        events.publish(RoomEvent(.activeSpeakerChanged, room: room, participant: session?.id, identity: speaker))
+        if case .preset(let preset) = layout, preset != .grid { applyLayout(publish: true) }
     }
 
     // MARK: Key frames

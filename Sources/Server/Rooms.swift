@@ -330,6 +330,7 @@ final class RoomDirectory {
         let roomVideo = video[participant.room]
             ?? RoomVideo(room: participant.room, loop: participant.port.loop, configuration: videoConfiguration, events: events)
         video[participant.room] = roomVideo
+        roomAudio.video = roomVideo
         roomVideo.add(participant)
     }
 

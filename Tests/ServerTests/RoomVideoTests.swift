@@ -25,6 +25,11 @@ private final class VideoParticipant {
     private var rtcpSeen = 0
     private var keyFrameWanted = false
     private let start: Instant
+    /// Sends a tone on its audio section while set (it becomes the active speaker).
+    var talks = false
+    private let opus: OpusEncoder
+    private var audioStart: Instant?
+    private var audioSent = 0
 
     init(name: String, client: EchoLoopbackClient, colour: YUVColor) throws {
         self.name = name
@@ -35,6 +40,7 @@ private final class VideoParticipant {
         receiver = try VideoReceiver()
         hostVideo = try #require(client.answer?.hostSSRCs[client.video.mid])
         start = client.clock.now()
+        opus = try OpusEncoder(.init(channels: 1, bitrate: 32_000))
         receiver.onKeyFrameNeeded = { [unowned self] in keyFrameWanted = true }
     }
 
@@ -55,6 +61,22 @@ private final class VideoParticipant {
                 packet.extensions = client.midExtension(client.video.mid)
                 client.send(packet)
             }
+        }
+    }
+
+    /// While `talks`: sends 20 ms Opus packets of a tone, as many as wall time calls for (and
+    /// 40 ms ahead, so the host's jitter buffer does not run dry between rounds).
+    func sendAudio() throws {
+        guard talks else { return }
+        let now = client.clock.now()
+        let start = audioStart ?? now
+        audioStart = start
+        while Duration.milliseconds(20 * audioSent) <= now - start + .milliseconds(40) {
+            let payload = try opus.encode(toneFrame(660, frame: audioSent))
+            client.send(RTPPacket(payloadType: PayloadType(client.audio.payloadType), sequenceNumber: UInt16(truncatingIfNeeded: 1000 + audioSent),
+                                  timestamp: UInt32(48_000 + audioSent * 960), ssrc: SSRC(client.audio.ssrc),
+                                  extensions: client.midExtension(client.audio.mid), payload: payload[...]))
+            audioSent += 1
         }
     }
 
@@ -157,7 +179,10 @@ private final class VideoParticipant {
         let start = clock.now()
         var next = start
         while clock.now() - start < timeout {
-            for participant in participants { try participant.sendFrame() }
+            for participant in participants {
+                try participant.sendFrame()
+                try participant.sendAudio()
+            }
             next = next + .milliseconds(66)
             service(participants.map(\.client), until: next)
             for participant in participants { try participant.decodeArrivals() }
@@ -252,6 +277,18 @@ private final class VideoParticipant {
         #expect(current.positions.map(\.participant) == ["a", "b"])
         #expect(current.positions.map(\.rect) == [.init(x: 0, y: 0, width: 0.5, height: 1), .init(x: 0.5, y: 0, width: 0.5, height: 1)])
 
+        // The speaker preset: the first to join (a) in the main tile until someone speaks; then b
+        // talks, the detector picks b, and b takes the main tile with a in the strip below.
+        let speakerPreset = try http.send("PUT", "/v1/rooms/r/layout", headers: ["Content-Type": "application/json"],
+                                          body: Array(#"{"preset": "speaker"}"#.utf8))
+        #expect(speakerPreset.status == 200, "\(speakerPreset.text)")
+        b.talks = true
+        let speaker = [(x: 0.5, y: 0.375, colour: b.colour), (x: 0.5, y: 0.875, colour: a.colour)]
+        let speakerTime = try run([a, b], watching: [a, b], until: speaker, timeout: .seconds(3))
+        #expect(speakerTime != nil, "b speaks: \([a, b].map { $0.describe(speaker.map { ($0.x, $0.y) }) })")
+        let speakerLayout = try JSONDecoder().decode(TemplateDescription.self, from: Data(try http.send("GET", "/v1/rooms/r/layout").body))
+        #expect(speakerLayout.positions.map(\.participant) == ["b", "a"])
+
         let metrics = try http.send("GET", "/metrics").text
         let encoded = metrics.split(separator: "\n").first { $0.hasPrefix("tessera_video_frames_encoded ") } ?? "none"
         let dropped = metrics.split(separator: "\n").first { $0.hasPrefix("tessera_video_pictures_dropped ") } ?? "none"
@@ -259,7 +296,7 @@ private final class VideoParticipant {
         for participant in [a, b] { #expect(try participant.client.delete() == 204) }
         let total = Double((clock.now() - began).nanosecondsClamped) / 1e9
         print("RoomVideo: grid \(Self.milliseconds(gridTime)), swap \(Self.milliseconds(swapTime)), leave \(Self.milliseconds(leaveTime)), "
-              + "grid of 2 \(Self.milliseconds(grid2Time)); \(encoded), \(encodeSeconds), \(dropped); PLIs to clients "
+              + "grid of 2 \(Self.milliseconds(grid2Time)), speaker \(Self.milliseconds(speakerTime)); \(encoded), \(encodeSeconds), \(dropped); PLIs to clients "
               + "\(participants.map(\.plisReceived)); key frames decoded \(participants.map(\.receiver.statistics.keyFramesDecoded)); whole test \(String(format: "%.2f", total)) s")
     }
 
