@@ -68,6 +68,9 @@ final class RoomVideo {
         compositor.start()
     }
 
+    /// The encoder thread must not outlive the room, even when the host stops with rooms open.
+    deinit { worker?.stop() }
+
     var isRunning: Bool { timer != nil }
     /// The encoder thread's counters; nil before the first picture was encoded.
     var encodeStatistics: VideoEncodeWorker.Statistics? { worker?.statistics }
@@ -177,7 +180,8 @@ final class RoomVideo {
         pacer.receivedPictureLossIndication(PictureLossIndication(senderSSRC: sender, mediaSSRC: Self.pacerSSRC))
     }
 
-    /// A receiver sent a FIR about its host video SSRC with `sequenceNumbers` (repeats ignored).
+    /// A receiver sent a FIR entry about its host video SSRC with command `sequenceNumber`
+    /// (a repeated number from the same sender is ignored, RFC 5104 §4.3.1.2).
     func fullIntraRequested(by sender: SSRC, sequenceNumber: UInt8) {
         pacer.receivedFullIntraRequest(FullIntraRequest(senderSSRC: sender, entries: [FIREntry(ssrc: Self.pacerSSRC, sequenceNumber: sequenceNumber)]))
     }
