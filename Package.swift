@@ -57,7 +57,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["Transport", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "CompositingTests", dependencies: ["Compositing", "Media", "Wire", "WireTesting"]),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "WireTesting"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Compositing", "WireTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

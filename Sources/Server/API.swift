@@ -1,3 +1,4 @@
+import Compositing
 import Foundation
 import SDP
 import Transport
@@ -20,7 +21,8 @@ public final class HostAPI: Sendable {
     /// Where recordings go.
     let recordingsFolder: String
 
-    init(media: MediaHost, limits: HostConfig.Limits, secret: String?, recordingsFolder: String = "recordings") {
+    init(media: MediaHost, limits: HostConfig.Limits, secret: String?, video: HostConfig.Video = HostConfig.Video(),
+         recordingsFolder: String = "recordings") {
         self.media = media
         self.recordingsFolder = recordingsFolder
         self.secret = secret?.isEmpty == false ? secret : nil
@@ -32,7 +34,8 @@ public final class HostAPI: Sendable {
         }
         self.page = page
         echoes = LoopConfined([:])
-        rooms = LoopConfined(RoomDirectory(limits: .init(maxRooms: limits.maxRooms, maxParticipantsPerRoom: limits.maxParticipantsPerRoom)))
+        rooms = LoopConfined(RoomDirectory(limits: .init(maxRooms: limits.maxRooms, maxParticipantsPerRoom: limits.maxParticipantsPerRoom),
+                                           video: video, events: events))
     }
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
@@ -67,6 +70,10 @@ public final class HostAPI: Sendable {
             return authorize(request, .admin(room: path[2])) ?? startRecording(room: path[2], request)
         case ("DELETE", 5) where path[0] == "v1" && path[1] == "rooms" && path[3] == "recordings":
             return authorize(request, .admin(room: path[2])) ?? stopRecording(room: path[2], id: path[4])
+        case ("GET", 4) where path[0] == "v1" && path[1] == "rooms" && path[3] == "layout":
+            return authorize(request, .admin(room: path[2])) ?? showLayout(room: path[2])
+        case ("PUT", 4) where path[0] == "v1" && path[1] == "rooms" && path[3] == "layout":
+            return authorize(request, .admin(room: path[2])) ?? setLayout(room: path[2], request)
         case ("GET", 4) where path[0] == "v1" && path[1] == "rooms" && path[3] == "events":
             return authorize(request, .member(room: path[2], identity: nil)) ?? subscribe(room: path[2])
         case ("POST", 4) where path[0] == "v1" && path[1] == "rooms" && path[3] == "participants":
@@ -287,7 +294,12 @@ public final class HostAPI: Sendable {
             for (source, muted, current) in [("microphone", patch.muted?.audio, participant.audioMuted),
                                              ("camera", patch.muted?.video, participant.videoMuted)] {
                 guard let muted, muted != current else { continue }
-                if source == "microphone" { participant.audioMuted = muted } else { participant.videoMuted = muted }
+                if source == "microphone" {
+                    participant.audioMuted = muted
+                } else {
+                    participant.videoMuted = muted
+                    participant.cameraTrack.isMuted = muted  // its tile shows the placeholder
+                }
                 events.publish(RoomEvent(muted ? .trackMuted : .trackUnmuted, room: room, participant: participant.id,
                                          identity: participant.identity, source: source))
             }
@@ -406,6 +418,91 @@ public final class HostAPI: Sendable {
         return .json(200, Room(name: name, participants: members.sorted { $0.identity < $1.identity }))
     }
 
+    /// `GET /v1/rooms/{room}/layout`: the template in use, in the contract's format (for a
+    /// preset, the positions it produces now).
+    private func showLayout(room: String) -> HTTPResponse {
+        let rooms = self.rooms
+        let description = (try? media.runOnLoop { rooms.value.video[room]?.currentDescription }) ?? nil
+        guard let description else { return .error(404, "not found", detail: "no room \(room)") }
+        return .json(200, description)
+    }
+
+    /// `PUT /v1/rooms/{room}/layout`: `{"preset": "grid|speaker|sideBySide|pip"}` or a template
+    /// (API.md "Templates") whose every position names a participant in the room. Answers the
+    /// template now in use, and publishes `layoutChanged`.
+    private func setLayout(room: String, _ request: HTTPRequest) -> HTTPResponse {
+        guard request.contentType == "application/json" else {
+            return .error(415, "wrong content type", detail: "send the layout as application/json")
+        }
+        let layout: RoomVideo.Layout
+        switch Self.readLayout(request.body) {
+        case .success(let read): layout = read
+        case .failure(let error): return .error(400, "bad layout", detail: error.detail)
+        }
+        let rooms = self.rooms
+        let outcome: Result<TemplateDescription, HTTPResponseError>
+        do {
+            outcome = try media.runOnLoop { () -> Result<TemplateDescription, HTTPResponseError> in
+                guard let video = rooms.value.video[room] else {
+                    return .failure(HTTPResponseError(404, "not found", "no room \(room)"))
+                }
+                if case .custom(let description) = layout {
+                    let present = Set(video.identities)
+                    for (index, position) in description.positions.enumerated() where !present.contains(position.participant) {
+                        return .failure(HTTPResponseError(400, "bad layout",
+                            "positions[\(index)].participant: \(position.participant) is not in room \(room)"))
+                    }
+                }
+                video.setLayout(layout)
+                return .success(video.currentDescription)
+            }
+        } catch {
+            return .error(503, "host stopping", detail: "\(error)")
+        }
+        switch outcome {
+        case .success(let description): return .json(200, description)
+        case .failure(let error): return .error(error.status, error.error, detail: error.detail)
+        }
+    }
+
+    /// A layout body: a preset by name, or a valid template description.
+    static func readLayout(_ body: [UInt8]) -> Result<RoomVideo.Layout, HTTPResponseError> {
+        struct PresetBody: Decodable { let preset: String }
+        func bad(_ detail: String) -> Result<RoomVideo.Layout, HTTPResponseError> { .failure(HTTPResponseError(400, "bad layout", detail)) }
+        let data = Data(body)
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            return bad("the body is not a JSON object")
+        }
+        if object["preset"] != nil {
+            guard let named = try? JSONDecoder().decode(PresetBody.self, from: data) else { return bad("preset must be a string") }
+            guard let preset = LayoutPreset(rawValue: named.preset) else {
+                let names = LayoutPreset.allCases.map(\.rawValue).joined(separator: ", ")
+                return bad("preset: unknown preset \"\(named.preset.prefix(64))\" (one of \(names))")
+            }
+            return .success(.preset(preset))
+        }
+        let description: TemplateDescription
+        do { description = try JSONDecoder().decode(TemplateDescription.self, from: data) } catch {
+            return bad("not a template: \(Self.describe(error))")
+        }
+        do { try description.validate() } catch { return bad(error.description) }
+        return .success(.custom(description))
+    }
+
+    /// A decoding error as "field.path: what".
+    private static func describe(_ error: Error) -> String {
+        switch error {
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
+            DecodingError.keyNotFound(_, let context), DecodingError.dataCorrupted(let context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            var what = context.debugDescription
+            if case DecodingError.keyNotFound(let key, _) = error { what = "\(key.stringValue) is missing" }
+            return path.isEmpty ? what : "\(path): \(what)"
+        default:
+            return "\(error)"
+        }
+    }
+
     /// Prometheus text format (version 0.0.4): what the media loop has counted.
     private func metrics() -> HTTPResponse {
         let media = self.media, rooms = self.rooms, echoes = self.echoes
@@ -414,6 +511,10 @@ public final class HostAPI: Sendable {
             let counters = port.counters
             let participants = rooms.value.rooms.values.reduce(0) { $0 + $1.count }
             let encoders = rooms.value.audio.values.reduce(0) { $0 + $1.mixer.encodersRunning }
+            let videoStatistics = rooms.value.video.values.compactMap(\.encodeStatistics)
+            let framesEncoded = videoStatistics.reduce(0) { $0 + $1.framesEncoded }
+            let picturesDropped = videoStatistics.reduce(0) { $0 + $1.picturesDropped }
+            let encodeSeconds = videoStatistics.reduce(0.0) { $0 + Double($1.totalEncodeTime.nanosecondsClamped) / 1e9 }
             return [
                 "# HELP tessera_rooms Rooms with at least one participant.",
                 "# TYPE tessera_rooms gauge",
@@ -424,6 +525,15 @@ public final class HostAPI: Sendable {
                 "# HELP tessera_audio_encoders Opus encoders running for rooms' mixes (one per distinct mix).",
                 "# TYPE tessera_audio_encoders gauge",
                 "tessera_audio_encoders \(encoders)",
+                "# HELP tessera_video_frames_encoded Composite frames encoded by the open rooms' encoder threads.",
+                "# TYPE tessera_video_frames_encoded gauge",
+                "tessera_video_frames_encoded \(framesEncoded)",
+                "# HELP tessera_video_pictures_dropped Composite pictures the open rooms' encoder threads had no time for.",
+                "# TYPE tessera_video_pictures_dropped gauge",
+                "tessera_video_pictures_dropped \(picturesDropped)",
+                "# HELP tessera_video_encode_seconds Time the open rooms' encoder threads spent encoding.",
+                "# TYPE tessera_video_encode_seconds gauge",
+                "tessera_video_encode_seconds \(encodeSeconds)",
                 "# HELP tessera_echo_sessions Sessions of POST /v1/echo.",
                 "# TYPE tessera_echo_sessions gauge",
                 "tessera_echo_sessions \(echoes.value.count)",
@@ -484,7 +594,8 @@ public final class ConferenceHost: Sendable {
     public init(config: HostConfig) throws {
         self.config = config
         media = try MediaHost(listen: TransportAddress(parsing: config.media.listen), announce: config.media.announce)
-        let api = HostAPI(media: media, limits: config.limits, secret: config.auth.secret, recordingsFolder: config.recordings.folder)
+        let api = HostAPI(media: media, limits: config.limits, secret: config.auth.secret, video: config.video,
+                          recordingsFolder: config.recordings.folder)
         self.api = api
         let listen = try TransportAddress(parsing: config.http.listen)
         do {

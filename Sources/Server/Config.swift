@@ -37,11 +37,25 @@ public struct HostConfig: Sendable, Equatable {
         public init() {}
     }
 
+    /// The room composite: one canvas per room, encoded once and sent to every participant.
+    public struct Video: Sendable, Equatable {
+        /// Canvas width in pixels (2…3840), until a template sets another.
+        public var width = 1280
+        /// Canvas height in pixels (2…2160).
+        public var height = 720
+        /// Pictures per second (1…60).
+        public var fps = 30
+        /// The composite's VP8 target bit rate, bits per second.
+        public var bitrate = 1_500_000
+        public init() {}
+    }
+
     public var http = HTTP()
     public var media = Media()
     public var auth = Auth()
     public var limits = Limits()
     public var recordings = Recordings()
+    public var video = Video()
 
     public init() {}
 
@@ -87,6 +101,11 @@ public struct HostConfig: Sendable, Equatable {
         }
         if self.http.maxBodyBytes < 1024 { throw .unsafe("http.maxBodyBytes must be at least 1024") }
         if limits.maxRooms < 1 || limits.maxParticipantsPerRoom < 1 { throw .unsafe("limits must be at least 1") }
+        if !(2...3840).contains(video.width) || !(2...2160).contains(video.height) {
+            throw .unsafe("video.width and video.height must be within 2…3840 × 2…2160")
+        }
+        if !(1...60).contains(video.fps) { throw .unsafe("video.fps must be 1…60") }
+        if !(100_000...20_000_000).contains(video.bitrate) { throw .unsafe("video.bitrate must be 100000…20000000 bit/s") }
     }
 
     private static func describe(_ error: Error) -> String {
@@ -103,7 +122,7 @@ public struct HostConfig: Sendable, Equatable {
 
 // Decoding keeps the default of every field the file leaves out.
 extension HostConfig: Codable {
-    enum CodingKeys: String, CodingKey { case http, media, auth, limits, recordings }
+    enum CodingKeys: String, CodingKey { case http, media, auth, limits, recordings, video }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         http = try c.decodeIfPresent(HTTP.self, forKey: .http) ?? HTTP()
@@ -111,6 +130,17 @@ extension HostConfig: Codable {
         auth = try c.decodeIfPresent(Auth.self, forKey: .auth) ?? Auth()
         limits = try c.decodeIfPresent(Limits.self, forKey: .limits) ?? Limits()
         recordings = try c.decodeIfPresent(Recordings.self, forKey: .recordings) ?? Recordings()
+        video = try c.decodeIfPresent(Video.self, forKey: .video) ?? Video()
+    }
+}
+extension HostConfig.Video: Codable {
+    enum CodingKeys: String, CodingKey { case width, height, fps, bitrate }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        width = try c.decodeIfPresent(Int.self, forKey: .width) ?? width
+        height = try c.decodeIfPresent(Int.self, forKey: .height) ?? height
+        fps = try c.decodeIfPresent(Int.self, forKey: .fps) ?? fps
+        bitrate = try c.decodeIfPresent(Int.self, forKey: .bitrate) ?? bitrate
     }
 }
 extension HostConfig.HTTP: Codable {

@@ -41,6 +41,8 @@ final class RoomAudio {
     let mixer = RoomAudioMixer<ObjectIdentifier>()
     private let loop: EventLoop
     private var sessions: [ObjectIdentifier: ParticipantSession] = [:]
+    /// The room's video, told every tick's levels (its active speaker detector).
+    weak var video: RoomVideo?
     private var timer: EventLoop.TimerToken?
     private var deadline: Instant?
     /// Ticks that came more than `maximumLateness` late and restarted the schedule from now.
@@ -51,23 +53,13 @@ final class RoomAudio {
     /// The audio tick: one 20 ms frame per participant.
     static let tickInterval: Duration = .milliseconds(20)
 
-    /// Who speaks, from the decoded levels; its changes are published as room events.
-    private(set) var speakers = ActiveSpeakerDetector()
-    private let events: RoomEventHub?
-
-    init(room: String, loop: EventLoop, events: RoomEventHub? = nil) {
+    init(room: String, loop: EventLoop) {
         self.room = room
         self.loop = loop
-        self.events = events
     }
-
-    /// The identity of the active speaker, if anyone has spoken.
-    var activeSpeaker: String? { speakers.current }
 
     /// The room's whole mix as a track, while something records it.
     private var mixTrack: AudioTrack?
-    /// The composite's track, when the room has video, for recordings to take.
-    var compositeTrack: VideoTrack?
     /// Recordings in progress, by id.
     private(set) var recordings: [String: (file: String, recorder: TrackRecorder)] = [:]
 
@@ -76,7 +68,12 @@ final class RoomAudio {
         let track = mixTrack ?? AudioTrack(id: "\(room)/mix")
         mixTrack = track
         mixer.producesRoomMix = true
-        let recorder = try TrackRecorder(path: path, videoTrack: compositeTrack, audioTrack: track, now: loop.clock.now())
+        let canvas = video?.compositor.resolutionSize
+        let recorder = try TrackRecorder(path: path, videoTrack: video?.compositor.outputTrack, audioTrack: track,
+                                         configuration: .init(width: canvas?.width ?? 1280, height: canvas?.height ?? 720,
+                                                              framesPerSecond: video?.compositor.fps ?? 30),
+                                         now: loop.clock.now())
+        video?.isRecorded = true
         recordings[id] = (file, recorder)
     }
 
@@ -84,6 +81,7 @@ final class RoomAudio {
     func stopRecording(id: String) throws(RecordingError) -> String? {
         guard let recording = recordings.removeValue(forKey: id) else { return nil }
         if recordings.isEmpty {
+            video?.isRecorded = false
             mixer.producesRoomMix = false
             mixTrack?.end()
             mixTrack = nil
@@ -122,7 +120,6 @@ final class RoomAudio {
         let key = ObjectIdentifier(session)
         sessions[key] = nil
         mixer.remove(key)
-        speakers.remove(participant: session.identity)
         refreshHearing()
     }
 
@@ -153,12 +150,12 @@ final class RoomAudio {
             scheduleResets += 1
         }
         let packets = mixer.tick(now: deadline)
-        for (key, level) in mixer.levelsLastTick {
-            guard let identity = sessions[key]?.identity else { continue }
-            speakers.update(participant: identity, level: level, now: deadline)
-        }
-        if let speaker = speakers.evaluate(now: deadline) {
-            events?.publish(RoomEvent(.activeSpeakerChanged, room: room, identity: speaker))
+        if let video {
+            var levels: [String: Double] = [:]
+            for (key, level) in mixer.levelsLastTick {
+                if let identity = sessions[key]?.identity { levels[identity] = level }
+            }
+            video.audioLevels(levels, now: deadline)
         }
         if let whole = mixer.roomMixLastTick, let mixTrack {
             mixTrack.push(whole, now: deadline)

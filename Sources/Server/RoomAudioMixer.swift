@@ -1,5 +1,6 @@
 import Foundation
 import Compositing
+import Foundation
 import Media
 import Wire
 
@@ -81,6 +82,9 @@ public final class RoomAudioMixer<Member: Hashable> {
     public var encodersRunning: Int { channels.count }
     /// Distinct mixes encoded in the last tick.
     public private(set) var mixesLastTick = 0
+    /// Each member's level in the last tick, in dBov (0 the loudest, -127 silence; RFC 6464's
+    /// scale), for the active speaker detector. Members without a frame are absent.
+    public private(set) var levelsLastTick: [Member: Double] = [:]
     /// Members counted as sounding in the last tick.
     public private(set) var soundingLastTick: Set<Member> = []
     /// Whether each tick also makes the whole room's mix (everyone sounding), for recordings.
@@ -88,8 +92,6 @@ public final class RoomAudioMixer<Member: Hashable> {
     /// The whole room's mix of the last tick, when `producesRoomMix`.
     public private(set) var roomMixLastTick: AudioFrame?
     private var roomLimiter = SoftLimiter()
-    /// Each unmuted member's level in the last tick, in dBFS (-127 for silence).
-    public private(set) var levelsLastTick: [Member: Double] = [:]
     /// Mixes that could not be encoded (an encoder refused to start or to encode); their
     /// listeners got no packet that tick.
     public private(set) var encodeFailures = 0
@@ -134,18 +136,16 @@ public final class RoomAudioMixer<Member: Hashable> {
         // whether or not anyone hears it.
         var frames: [Member: [Int16]] = [:]
         var sounding: Set<Member> = []
-        var levels: [Member: Double] = [:]
-        defer { levelsLastTick = levels }
+        levelsLastTick.removeAll(keepingCapacity: true)
         for member in order {
             guard let entry = members[member], let receiver = entry.receiver else { continue }
             let frame = receiver.tick(now: now)
             if entry.muted { continue }
             // The receiver decodes mono; a frame of another length is treated as silence.
             guard frame.channels == 1, frame.samples.count == AudioFrame.samplesPer20ms else { continue }
-            let power = Self.meanSquare(frame.samples)
-            // dBFS of the frame (a full-scale square wave is 0), for the active speaker.
-            levels[member] = power > 0 ? 10 * log10(power / (32768.0 * 32768.0)) : -127
-            if power > configuration.speakingThreshold {
+            let meanSquare = Self.meanSquare(frame.samples)
+            levelsLastTick[member] = max(-127, 10 * log10(max(meanSquare, 1e-3) / (32768.0 * 32768.0)))
+            if meanSquare > configuration.speakingThreshold {
                 sounding.insert(member)
                 frames[member] = frame.samples
             }

@@ -1,3 +1,4 @@
+import Compositing
 import Foundation
 import Media
 import RTP
@@ -11,7 +12,9 @@ import Wire
 /// NACKed and recovered (RTX unwrapped), keyframes are asked for, and receiver reports go back at
 /// the RFC 3550 interval. Its first audio section's media feeds `audioReceiver` (jitter buffer and
 /// decoder), which the room's `RoomAudio` tick reads; the room's mix for it goes out on that
-/// section's host sender. Lives on the media loop thread.
+/// section's host sender. Its first video section's media is decoded (`VideoReceiver`) into its
+/// `cameraTrack`, which the room's `RoomVideo` composes; the composite goes out on that section's
+/// host sender. Lives on the media loop thread.
 final class ParticipantSession: PeerEventSink {
     let id: String
     let identity: String
@@ -30,6 +33,27 @@ final class ParticipantSession: PeerEventSink {
     private var audioSender: AudioRTPSender?
     /// The index of the first audio section, whose media is the microphone.
     private let audioSection: Int?
+    /// The participant's camera ("identity/camera"): pictures of its first video section. Ends
+    /// when it leaves.
+    let cameraTrack: VideoTrack
+    /// Decodes the first video section; nil when there is none or the decoder could not start.
+    private let videoReceiver: VideoReceiver?
+    /// The index of the first video section, whose media is the camera.
+    private let videoSection: Int?
+    /// Set by the video receiver's key frame callback; turned into a PLI after the packet.
+    private var videoKeyFrameNeeded = false
+    /// Since when camera packets have come without completing a picture (a frame missing a
+    /// packet holds back every frame after it); nil while pictures come.
+    private var videoStalledSince: Instant?
+    /// The camera's media SSRC, once a packet came.
+    private var cameraSSRC: SSRC?
+    /// How long a frame may miss packets (NACK's chance) before it is given up.
+    static let incompleteFrameTimeout: Duration = .milliseconds(150)
+    /// Where the composite goes: the first video section's host SSRC, VP8 payload type and the
+    /// next sequence number; nil when the host sends nothing there.
+    private var videoOut: (ssrc: SSRC, payloadType: PayloadType, sequenceNumber: UInt16)?
+    /// The room's video, which takes this participant's key frame requests.
+    weak var video: RoomVideo?
     private var peerID: MediaPort.PeerID?
     private var inbound: InboundSections
     private var receiver: PeerReceiver
@@ -58,6 +82,14 @@ final class ParticipantSession: PeerEventSink {
             let section = inbound[index]
             return section.hostSender.map { AudioRTPSender(ssrc: SSRC(rawValue: $0.ssrc), payloadType: section.codecPayloadType) }
         }
+        let videoSection = inbound.sections.firstIndex { $0.isVideo }
+        self.videoSection = videoSection
+        cameraTrack = VideoTrack(id: "\(identity)/camera")
+        videoReceiver = videoSection.flatMap { _ in try? VideoReceiver(maximumPixels: 1920 * 1088) }
+        videoOut = videoSection.flatMap { index in
+            let section = inbound[index]
+            return section.hostSender.map { (SSRC(rawValue: $0.ssrc), section.codecPayloadType, UInt16.random(in: 0...UInt16.max)) }
+        }
         let sender = negotiated.media.compactMap(\.hostSender).first
         receiver = PeerReceiver(localSSRC: SSRC(rawValue: sender?.ssrc ?? UInt32.random(in: 1...UInt32.max)),
                                 cname: sender?.cname ?? "tessera", reducedSize: negotiated.media.allSatisfy(\.reducedSizeRTCP),
@@ -65,6 +97,7 @@ final class ParticipantSession: PeerEventSink {
         for section in inbound.sections {
             if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc)) }
         }
+        videoReceiver?.onKeyFrameNeeded = { [weak self] in self?.videoKeyFrameNeeded = true }
     }
 
     func attach(_ transport: PeerTransport, localUfrag: String) {
@@ -79,6 +112,7 @@ final class ParticipantSession: PeerEventSink {
         state = "left"
         if let timer { port.loop.cancel(timer) }
         port.remove(peerID)
+        cameraTrack.end()
         for index in published.sorted() {
             events.publish(RoomEvent(.trackEnded, room: room, participant: id, identity: identity, source: source(of: index)))
         }
@@ -98,11 +132,14 @@ final class ParticipantSession: PeerEventSink {
         let now = port.loop.clock.now()
         switch event {
         case .iceConnected: state = "connected"
-        case .secure: state = "secure"
+        case .secure:
+            state = "secure"
+            if videoOut != nil { video?.receiverStarted() }
         case .rtp(let bytes): receive(bytes, now: now)
         case .rtcp(let bytes):
             guard let packets = try? RTCPPacket.parseCompound(bytes) else { return }
             receiver.receiveRTCP(packets, now: now)
+            takeKeyFrameRequests(packets)
         case .failed(let failure):
             end(reason: failure == .consentLost ? "consent lost" : "transport failed")
             return
@@ -121,6 +158,11 @@ final class ParticipantSession: PeerEventSink {
             if index == audioSection, let audioReceiver {
                 audioReceiver.receive(payload: Array(media.payload), sequenceNumber: media.sequenceNumber,
                                       timestamp: media.timestamp, arrival: now)
+            }
+            if index == videoSection, let videoReceiver {
+                cameraSSRC = media.ssrc
+                let wasWaiting = videoReceiver.isWaitingForKeyFrame
+                take(videoReceiver.receive(media, now: now), now: now, wasWaiting: wasWaiting)
             }
             if published.insert(index).inserted {
                 events.publish(RoomEvent(.trackPublished, room: room, participant: id, identity: identity, source: source(of: index)))
@@ -144,6 +186,67 @@ final class ParticipantSession: PeerEventSink {
     func sendAudio(_ payload: [UInt8]) -> Bool {
         guard let peerID, state == "secure", audioSender != nil, let packet = audioSender?.packet(payload) else { return false }
         return port.sendRTP(packet, to: peerID)
+    }
+
+    /// Pushes decoded camera pictures and turns the receiver's key frame needs into PLI.
+    private func take(_ pictures: [I420Frame], now: Instant, wasWaiting: Bool) {
+        for picture in pictures { cameraTrack.push(picture, now: now) }
+        videoStalledSince = pictures.isEmpty ? (videoStalledSince ?? now) : nil
+        guard let cameraSSRC, let videoReceiver else { return }
+        if videoKeyFrameNeeded {
+            videoKeyFrameNeeded = false
+            receiver.requestKeyFrame(ssrc: cameraSSRC, now: now)
+        } else if wasWaiting && !videoReceiver.isWaitingForKeyFrame {
+            receiver.keyFrameReceived(ssrc: cameraSSRC)
+        }
+    }
+
+    /// Gives up on camera frames that have missed packets for `incompleteFrameTimeout` (NACK
+    /// has had its chance), so that the frames behind them, or a key frame, can come. The room's
+    /// video tick calls it.
+    func abandonStalledVideo(now: Instant) {
+        guard let videoReceiver, let since = videoStalledSince, now - since >= Self.incompleteFrameTimeout else { return }
+        let wasWaiting = videoReceiver.isWaitingForKeyFrame
+        take(videoReceiver.abandonIncompleteFrames(now: now), now: now, wasWaiting: wasWaiting)
+        videoStalledSince = nil
+        if state == "secure" { serviceRTCP(now: now) }
+    }
+
+    /// Whether the participant can be sent the composite now (secure, and its first video
+    /// section receives from the host).
+    var receivesVideoNow: Bool { peerID != nil && state == "secure" && videoOut != nil }
+
+    /// Sends one encoded frame of the composite: the room's packets (packetized once) with this
+    /// participant's SSRC, payload type and sequence numbers; payload and timestamp unchanged.
+    /// False while it cannot receive. The caller flushes the port after a round of sends.
+    func sendVideo(_ packets: [RTPPacket]) -> Bool {
+        guard let peerID, state == "secure", var out = videoOut else { return false }
+        for var packet in packets {
+            packet.ssrc = out.ssrc
+            packet.payloadType = out.payloadType
+            packet.sequenceNumber = out.sequenceNumber
+            out.sequenceNumber &+= 1
+            if let bytes = try? packet.serialized() { port.sendRTP(bytes, to: peerID) }
+        }
+        videoOut = out
+        return true
+    }
+
+    /// PLI and FIR about the host's video SSRC for this participant go to the room's pacer.
+    private func takeKeyFrameRequests(_ packets: [RTCPPacket]) {
+        guard let out = videoOut, let video else { return }
+        for packet in packets {
+            switch packet {
+            case .pictureLossIndication(let pli) where pli.mediaSSRC == out.ssrc:
+                video.pictureLossIndicated(by: pli.senderSSRC)
+            case .fullIntraRequest(let fir):
+                for entry in fir.entries where entry.ssrc == out.ssrc {
+                    video.fullIntraRequested(by: fir.senderSSRC, sequenceNumber: entry.sequenceNumber)
+                }
+            default:
+                break
+            }
+        }
     }
 
     /// Sends the RTCP that is due and sets the timer for the next.
@@ -196,7 +299,7 @@ struct ParticipantSummary: Codable, Sendable {
     let muted: Muted
 }
 
-/// Rooms by name, each a set of participants by identity and its audio tick. A room is made by
+/// Rooms by name, each a set of participants by identity, its audio tick and its video. A room is made by
 /// its first join (which starts its `RoomAudio`) and closed when its last participant leaves
 /// (which stops it). Touched only on the media loop thread.
 final class RoomDirectory {
@@ -212,8 +315,16 @@ final class RoomDirectory {
     private(set) var rooms: [String: [String: ParticipantSession]] = [:]
     /// Each open room's audio: the mixer and its 20 ms tick.
     private(set) var audio: [String: RoomAudio] = [:]
+    /// Each open room's video: the compositor, its 1/fps tick and its encoder thread.
+    private(set) var video: [String: RoomVideo] = [:]
+    let videoConfiguration: HostConfig.Video
+    let events: RoomEventHub
 
-    init(limits: Limits) { self.limits = limits }
+    init(limits: Limits, video: HostConfig.Video = HostConfig.Video(), events: RoomEventHub) {
+        self.limits = limits
+        videoConfiguration = video
+        self.events = events
+    }
 
     /// Why `identity` may not join `room` now, or nil when it may.
     func refusal(room: String, identity: String) -> JoinRefusal? {
@@ -228,18 +339,25 @@ final class RoomDirectory {
 
     func add(_ participant: ParticipantSession) {
         rooms[participant.room, default: [:]][participant.identity] = participant
-        let roomAudio = audio[participant.room] ?? RoomAudio(room: participant.room, loop: participant.port.loop, events: participant.events)
+        let roomAudio = audio[participant.room] ?? RoomAudio(room: participant.room, loop: participant.port.loop)
         audio[participant.room] = roomAudio
         roomAudio.add(participant)
+        let roomVideo = video[participant.room]
+            ?? RoomVideo(room: participant.room, loop: participant.port.loop, configuration: videoConfiguration, events: events)
+        video[participant.room] = roomVideo
+        roomAudio.video = roomVideo
+        roomVideo.add(participant)
     }
 
     func remove(_ participant: ParticipantSession) {
         guard rooms[participant.room]?[participant.identity] === participant else { return }
         rooms[participant.room]?[participant.identity] = nil
         audio[participant.room]?.remove(participant)
+        video[participant.room]?.remove(participant)
         if rooms[participant.room]?.isEmpty == true {
             rooms[participant.room] = nil
             audio.removeValue(forKey: participant.room)?.stop()
+            video.removeValue(forKey: participant.room)?.stop()
         }
     }
 

@@ -1,0 +1,366 @@
+import Compositing
+import Foundation
+import Media
+import RTP
+import Streams
+import Wire
+
+/// A room's video shell: the 1/fps tick on the media loop that draws the room's composite with
+/// one `VideoCompositor`, hands the picture to one VP8 encoder on its own thread
+/// (`VideoEncodeWorker`), and sends each encoded frame to every participant on its first video
+/// section: packetized once, re-headered per receiver (its SSRC, its sequence numbers; the same
+/// payload and timestamp for all: encode once, send many).
+///
+/// The layout is a preset (grid by default), recomputed whenever someone joins or leaves, or a
+/// custom template set through the API. Key frame requests (a new receiver, a PLI or FIR from
+/// any receiver) are coalesced by one `KeyFrameRequestPacer`: one key frame per 500 ms however
+/// many ask. The room's audio levels feed an `ActiveSpeakerDetector`; the speaker, side by side
+/// and picture-in-picture presets put its pick in the main tile. Lives on the media loop thread; started with the room's first participant and
+/// stopped when the room closes.
+final class RoomVideo {
+    /// What decides the positions.
+    enum Layout: Equatable {
+        /// A preset, recomputed on every join and leave.
+        case preset(LayoutPreset)
+        /// A template given through the API; kept as given (a leaver's tile shows its placeholder).
+        case custom(TemplateDescription)
+    }
+
+    let room: String
+    let compositor: VideoCompositor
+    private(set) var layout: Layout = .preset(.grid)
+    private let loop: EventLoop
+    private let defaults: HostConfig.Video
+    private let events: RoomEventHub
+    /// In joining order: the order presets place people in.
+    private var sessions: [ParticipantSession] = []
+    /// Who speaks, from the room's audio levels (with hysteresis).
+    private var speakerDetector = ActiveSpeakerDetector()
+    private var timer: EventLoop.TimerToken?
+    private var deadline: Instant?
+    private var worker: VideoEncodeWorker?
+    /// Packetizes each encoded frame once; receivers get copies with their own header fields.
+    private var packetizer: VideoSender?
+    /// One key frame per `minimumInterval`, whoever asks. Requests are re-addressed to its
+    /// (internal) SSRC, since every receiver has its own host SSRC for the same stream.
+    private var pacer = KeyFrameRequestPacer(mediaSSRC: RoomVideo.pacerSSRC)
+    private static let pacerSSRC = SSRC(rawValue: 1)
+    /// Draws participants' names on their tiles; nil when the fonts could not be loaded.
+    private let labels: TextLabelRenderer?
+    /// Ticks that came more than `maximumLateness` late and restarted the schedule from now.
+    private(set) var scheduleResets = 0
+    /// Encoded frames sent (to anyone).
+    private(set) var framesSent = 0
+    /// Beyond this, a late tick does not try to catch up: the schedule restarts from now.
+    static let maximumLateness: Duration = .milliseconds(200)
+    /// A position's colour while its participant sends no picture.
+    static let placeholderColor = YUVColor(y: 48, u: 128, v: 128)
+
+    init(room: String, loop: EventLoop, configuration: HostConfig.Video, events: RoomEventHub) {
+        self.room = room
+        self.loop = loop
+        defaults = configuration
+        self.events = events
+        compositor = VideoCompositor(id: room, resolutionSize: VideoSize(width: configuration.width, height: configuration.height),
+                                     fps: configuration.fps)
+        labels = try? TextLabelRenderer()
+        compositor.labelRenderer = labels
+        compositor.start()
+    }
+
+    /// The encoder thread must not outlive the room, even when the host stops with rooms open.
+    deinit { worker?.stop() }
+
+    var isRunning: Bool { timer != nil }
+    /// A recording takes the composite: it is drawn even when no participant receives video.
+    var isRecorded = false
+    /// The encoder thread's counters; nil before the first picture was encoded.
+    var encodeStatistics: VideoEncodeWorker.Statistics? { worker?.statistics }
+
+    /// Adds a participant: its camera joins the layout (presets are recomputed); the first starts
+    /// the tick.
+    func add(_ session: ParticipantSession) {
+        sessions.append(session)
+        session.video = self
+        if case .preset = layout { applyLayout(publish: true) }
+        if timer == nil { start() }
+    }
+
+    /// Removes a participant: presets close its gap; a custom template shows its placeholder.
+    func remove(_ session: ParticipantSession) {
+        sessions.removeAll { $0 === session }
+        if session.video === self { session.video = nil }
+        speakerDetector.remove(participant: session.identity)
+        if case .preset = layout { applyLayout(publish: true) }
+    }
+
+    /// Stops the tick and the encoder thread (the room closed).
+    func stop() {
+        if let timer { loop.cancel(timer) }
+        timer = nil
+        deadline = nil
+        worker?.stop()
+        worker = nil
+        compositor.stop()
+    }
+
+    // MARK: Layout
+
+    /// The identities present, in joining order.
+    var identities: [String] { sessions.map(\.identity) }
+
+    /// The template in use, in the contract's format: a custom one as given, a preset as the
+    /// positions it produces now.
+    var currentDescription: TemplateDescription {
+        let canvas = TemplateDescription.Canvas(width: compositor.resolutionSize.width, height: compositor.resolutionSize.height,
+                                                fps: compositor.fps, background: backgroundHex)
+        switch layout {
+        case .custom(let description): return description
+        case .preset(let preset):
+            return TemplateDescription(canvas: canvas, positions: preset.positions(participants: identities,
+                                                                                   activeSpeaker: speakerDetector.current))
+        }
+    }
+
+    /// The canvas background as `#rrggbb` (the contract's default unless a template set one).
+    private var backgroundHex: String {
+        if case .custom(let description) = layout { return description.canvas.background }
+        return TemplateDescription.Canvas.defaultBackground
+    }
+
+    /// Uses `layout` from the next picture on and tells the room (`layoutChanged`). The caller
+    /// has checked that a custom template names only participants present.
+    func setLayout(_ layout: Layout) {
+        self.layout = layout
+        switch layout {
+        case .custom(let description):
+            compositor.resolutionSize = description.canvas.size
+            compositor.fps = description.canvas.fps
+            compositor.background = description.canvas.backgroundColor ?? .black
+        case .preset:
+            compositor.resolutionSize = VideoSize(width: defaults.width, height: defaults.height)
+            compositor.fps = defaults.fps
+            compositor.background = YUVColor(hex: TemplateDescription.Canvas.defaultBackground) ?? .black
+        }
+        applyLayout(publish: true)
+    }
+
+    /// Resolves the current description to tracks and gives it to the compositor.
+    private func applyLayout(publish: Bool) {
+        let description = currentDescription
+        let positions = description.positions.map { position -> VideoTrackPositionInfo in
+            let session = sessions.first { $0.identity == position.participant }
+            // A track nobody sends (a screen not shared) is a stand-in freed at once: the
+            // position shows its placeholder.
+            let track = position.source == .camera ? session?.cameraTrack : nil
+            let shown = track ?? VideoTrack(id: "\(position.participant)/\(position.source.rawValue)")
+            return VideoTrackPositionInfo(track: shown, normalizedRect: position.rect, contentMode: position.contentMode,
+                                          placeholder: .color(Self.placeholderColor),
+                                          label: session.map { $0.name ?? $0.identity } ?? position.participant)
+        }
+        compositor.setTemplate(CompositeTemplate(positions: positions))
+        if publish { events.publish(RoomEvent(.layoutChanged, room: room)) }
+    }
+
+    /// The active speaker's identity; nil until someone has spoken.
+    var activeSpeaker: String? { speakerDetector.current }
+
+    /// Takes one audio tick's levels (dBov by identity): a new active speaker is published
+    /// (`activeSpeakerChanged`) and moves into the main tile of a preset that has one.
+    func audioLevels(_ levels: [String: Double], now: Instant) {
+        for (identity, level) in levels { speakerDetector.update(participant: identity, level: level, now: now) }
+        guard let speaker = speakerDetector.evaluate(now: now) else { return }
+        let session = sessions.first { $0.identity == speaker }
+        events.publish(RoomEvent(.activeSpeakerChanged, room: room, participant: session?.id, identity: speaker))
+        if case .preset(let preset) = layout, preset != .grid { applyLayout(publish: true) }
+    }
+
+    // MARK: Key frames
+
+    /// A receiver asked for a key frame (a PLI about its host video SSRC).
+    func pictureLossIndicated(by sender: SSRC) {
+        pacer.receivedPictureLossIndication(PictureLossIndication(senderSSRC: sender, mediaSSRC: Self.pacerSSRC))
+    }
+
+    /// A receiver sent a FIR entry about its host video SSRC with command `sequenceNumber`
+    /// (a repeated number from the same sender is ignored, RFC 5104 §4.3.1.2).
+    func fullIntraRequested(by sender: SSRC, sequenceNumber: UInt8) {
+        pacer.receivedFullIntraRequest(FullIntraRequest(senderSSRC: sender, entries: [FIREntry(ssrc: Self.pacerSSRC, sequenceNumber: sequenceNumber)]))
+    }
+
+    /// A receiver became able to decode (its transport is secure): it needs a key frame.
+    func receiverStarted() {
+        pictureLossIndicated(by: SSRC(rawValue: 0))
+    }
+
+    /// Key frames asked of the encoder after pacing.
+    var keyFramesRequested: Int64 { pacer.keyFramesRequested }
+
+    // MARK: The tick
+
+    private func start() {
+        let first = loop.clock.now() + compositor.tickInterval
+        deadline = first
+        timer = loop.schedule(at: first) { [weak self] in self?.fire() }
+    }
+
+    /// One tick: draw for the deadline, hand the picture to the encoder thread (only when someone
+    /// can receive it), schedule the next at the deadline + 1/fps.
+    private func fire() {
+        guard var deadline else { return }
+        let now = loop.clock.now()
+        if now - deadline > Self.maximumLateness {
+            deadline = now
+            scheduleResets += 1
+        }
+        for session in sessions { session.abandonStalledVideo(now: now) }
+        let anyReceiver = sessions.contains(where: \.receivesVideoNow)
+        if anyReceiver || isRecorded {
+            compositor.tick(now: deadline)
+        }
+        if anyReceiver {
+            if let picture = compositor.outputTrack?.latestFrame(now: deadline) {
+                let keyFrame = pacer.pollKeyFrame(now: deadline)
+                encoder().submit(.init(picture: picture, keyFrame: keyFrame))
+            }
+        }
+        let next = deadline + compositor.tickInterval
+        self.deadline = next
+        timer = loop.schedule(at: next) { [weak self] in self?.fire() }
+    }
+
+    /// The encoder thread, started with the first picture. Its callback holds the room weakly
+    /// (the room holds the worker) and runs the sending on the loop.
+    private func encoder() -> VideoEncodeWorker {
+        if let worker { return worker }
+        let target = WeakRoomVideo(self)
+        let loop = self.loop
+        let configuration = VP8Encoder.Configuration(width: compositor.resolutionSize.width, height: compositor.resolutionSize.height,
+                                                     framesPerSecond: compositor.fps, bitrate: defaults.bitrate)
+        let worker = VideoEncodeWorker(name: "tessera-video", configuration: configuration) { frames in
+            loop.execute { target.room?.send(frames) }
+        }
+        self.worker = worker
+        return worker
+    }
+
+    /// Sends encoded frames (back on the loop) to everyone who receives video.
+    private func send(_ frames: [EncodedVideoFrame]) {
+        guard worker != nil else { return }  // stopped meanwhile
+        for frame in frames {
+            if packetizer == nil {
+                packetizer = VideoSender(payloadType: PayloadType(rawValue: 96), ssrc: Self.pacerSSRC)
+            }
+            guard let packets = packetizer?.packetize(frame), !packets.isEmpty else { continue }
+            var sent = false
+            for session in sessions where session.sendVideo(packets) { sent = true }
+            if sent {
+                framesSent += 1
+                sessions.first?.port.flush()
+            }
+        }
+    }
+}
+
+/// A weak reference to a room's video, carried to the loop by the encoder thread's callback.
+/// Only the loop thread reads `room`.
+final class WeakRoomVideo: @unchecked Sendable {
+    weak var room: RoomVideo?
+    init(_ room: RoomVideo) { self.room = room }
+}
+
+/// One VP8 encoder on its own thread, so that a slow encode never delays packet handling
+/// (ARCHITECTURE principle 5). Pictures wait in a queue of at most `depth`; a full queue drops
+/// its oldest picture (a late composite is worth less than the next one) and keeps its key frame
+/// request for the picture that replaces it. Encoded frames go to `deliver`, on the worker
+/// thread; the caller hops back to its loop. The encoder is made and used only on the thread.
+final class VideoEncodeWorker: @unchecked Sendable {
+    /// A picture to encode, and whether it must be a key frame.
+    struct Job: Sendable {
+        var picture: I420Frame
+        var keyFrame: Bool
+    }
+
+    /// Counters, read from any thread.
+    struct Statistics: Sendable, Equatable {
+        var framesEncoded = 0
+        var keyFramesEncoded = 0
+        /// Pictures dropped because the queue was full.
+        var picturesDropped = 0
+        var totalEncodeTime: Duration = .zero
+        var longestEncode: Duration = .zero
+        /// Mean encode time per picture, milliseconds.
+        var meanEncodeMilliseconds: Double {
+            framesEncoded == 0 ? 0 : Double(totalEncodeTime.nanosecondsClamped) / 1e6 / Double(framesEncoded)
+        }
+    }
+
+    /// Most pictures waiting at once.
+    static let depth = 2
+
+    // Under `condition`.
+    private let condition = NSCondition()
+    private var queue: [Job] = []
+    private var stopping = false
+    private var counters = Statistics()
+
+    /// Starts the thread. `deliver` gets each picture's encoded frames (usually one).
+    init(name: String, configuration: VP8Encoder.Configuration, deliver: @escaping @Sendable ([EncodedVideoFrame]) -> Void) {
+        let thread = Thread { [self] in run(configuration: configuration, deliver: deliver) }
+        thread.name = String(name.prefix(15))
+        thread.start()
+    }
+
+    var statistics: Statistics { condition.withLock { counters } }
+
+    /// Queues a picture; drops the oldest waiting one when `depth` are waiting.
+    func submit(_ job: Job) {
+        condition.withLock {
+            var job = job
+            while queue.count >= Self.depth {
+                let dropped = queue.removeFirst()
+                job.keyFrame = job.keyFrame || dropped.keyFrame
+                counters.picturesDropped += 1
+            }
+            queue.append(job)
+            condition.signal()
+        }
+    }
+
+    /// Ends the thread after the picture in hand; waiting pictures are dropped.
+    func stop() {
+        condition.withLock {
+            stopping = true
+            queue.removeAll()
+            condition.signal()
+        }
+    }
+
+    private func run(configuration: VP8Encoder.Configuration, deliver: @Sendable ([EncodedVideoFrame]) -> Void) {
+        var encoder: VP8Encoder?
+        let clock = ContinuousClock()
+        while true {
+            condition.lock()
+            while queue.isEmpty && !stopping { condition.wait() }
+            if stopping {
+                condition.unlock()
+                return
+            }
+            let job = queue.removeFirst()
+            condition.unlock()
+            if encoder == nil { encoder = try? VP8Encoder(configuration) }
+            guard let encoder else { continue }
+            if job.keyFrame { encoder.requestKeyFrame() }
+            let began = clock.now
+            let frames = (try? encoder.encode(job.picture)) ?? []
+            let elapsed = clock.now - began
+            condition.withLock {
+                counters.framesEncoded += 1
+                counters.keyFramesEncoded += frames.filter(\.isKeyFrame).count
+                counters.totalEncodeTime += elapsed
+                counters.longestEncode = max(counters.longestEncode, elapsed)
+            }
+            if !frames.isEmpty { deliver(frames) }
+        }
+    }
+}

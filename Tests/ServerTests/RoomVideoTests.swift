@@ -1,0 +1,342 @@
+import Compositing
+import Foundation
+import Media
+import RTP
+import Testing
+import Transport
+import Wire
+@testable import Server
+
+/// One participant of the room video test: its client stack, the VP8 encoder of its solid colour
+/// and the decoder of the composite the host sends on its video section.
+private final class VideoParticipant {
+    let name: String
+    let client: EchoLoopbackClient
+    let colour: YUVColor
+    let encoder: VP8Encoder
+    var sender: VideoSender
+    let receiver: VideoReceiver
+    let hostVideo: UInt32
+    /// The last composite picture decoded.
+    private(set) var latest: I420Frame?
+    private(set) var picturesDecoded = 0
+    private(set) var plisReceived = 0
+    private var consumed = 0
+    private var rtcpSeen = 0
+    private var keyFrameWanted = false
+    private let start: Instant
+    /// Sends a tone on its audio section while set (it becomes the active speaker).
+    var talks = false
+    private let opus: OpusEncoder
+    private var audioStart: Instant?
+    private var audioSent = 0
+
+    init(name: String, client: EchoLoopbackClient, colour: YUVColor) throws {
+        self.name = name
+        self.client = client
+        self.colour = colour
+        encoder = try VP8Encoder(.init(width: 320, height: 180, framesPerSecond: 15, bitrate: 300_000, cpuUsed: -8))
+        sender = try #require(VideoSender(payloadType: PayloadType(client.video.payloadType), ssrc: SSRC(client.video.ssrc)))
+        receiver = try VideoReceiver()
+        hostVideo = try #require(client.answer?.hostSSRCs[client.video.mid])
+        start = client.clock.now()
+        opus = try OpusEncoder(.init(channels: 1, bitrate: 32_000))
+        receiver.onKeyFrameNeeded = { [unowned self] in keyFrameWanted = true }
+    }
+
+    /// Encodes and sends one picture of the participant's colour (a key frame if the host asked).
+    func sendFrame() throws {
+        for packet in client.rtcp[rtcpSeen...] {
+            let packets = (try? RTCPPacket.parseCompound(packet)) ?? []
+            for case .pictureLossIndication(let pli) in packets where pli.mediaSSRC.rawValue == client.video.ssrc {
+                plisReceived += 1
+                encoder.requestKeyFrame()
+            }
+        }
+        rtcpSeen = client.rtcp.count
+        let now = client.clock.now()
+        let picture = I420Frame(width: 320, height: 180, color: colour, timestamp: now)
+        for frame in try encoder.encode(picture) {
+            for var packet in sender.packetize(frame) {
+                packet.extensions = client.midExtension(client.video.mid)
+                client.send(packet)
+            }
+        }
+    }
+
+    /// While `talks`: sends 20 ms Opus packets of a tone, as many as wall time calls for (and
+    /// 40 ms ahead, so the host's jitter buffer does not run dry between rounds).
+    func sendAudio() throws {
+        guard talks else { return }
+        let now = client.clock.now()
+        let start = audioStart ?? now
+        audioStart = start
+        while Duration.milliseconds(20 * audioSent) <= now - start + .milliseconds(40) {
+            let payload = try opus.encode(toneFrame(660, frame: audioSent))
+            client.send(RTPPacket(payloadType: PayloadType(client.audio.payloadType), sequenceNumber: UInt16(truncatingIfNeeded: 1000 + audioSent),
+                                  timestamp: UInt32(48_000 + audioSent * 960), ssrc: SSRC(client.audio.ssrc),
+                                  extensions: client.midExtension(client.audio.mid), payload: payload[...]))
+            audioSent += 1
+        }
+    }
+
+    /// Decodes what arrived of the composite; asks the host for a key frame when the decoder
+    /// needs one.
+    func decodeArrivals() throws {
+        let now = client.clock.now()
+        let arrived = client.echoes[consumed...]
+        consumed = client.echoes.count
+        for packet in arrived where packet.ssrc.rawValue == hostVideo {
+            for picture in receiver.receive(packet, now: now) {
+                latest = picture
+                picturesDecoded += 1
+            }
+        }
+        if keyFrameWanted {
+            keyFrameWanted = false
+            let me = SSRC(client.video.ssrc)
+            let compound = try RTCPPacket.serializeCompound([
+                .receiverReport(ReceiverReport(ssrc: me)),
+                .pictureLossIndication(PictureLossIndication(senderSSRC: me, mediaSSRC: SSRC(hostVideo))),
+            ])
+            client.sendRTCP(compound)
+        }
+    }
+
+    /// Asks the host for a key frame of the composite: `plis` PLIs, and a FIR if `fir`.
+    func requestKeyFrames(plis: Int, fir: Bool) throws {
+        let me = SSRC(client.video.ssrc)
+        for _ in 0..<plis {
+            client.sendRTCP(try RTCPPacket.serializeCompound([
+                .receiverReport(ReceiverReport(ssrc: me)),
+                .pictureLossIndication(PictureLossIndication(senderSSRC: me, mediaSSRC: SSRC(hostVideo))),
+            ]))
+        }
+        if fir {
+            client.sendRTCP(try RTCPPacket.serializeCompound([
+                .receiverReport(ReceiverReport(ssrc: me)),
+                .fullIntraRequest(FullIntraRequest(senderSSRC: me, entries: [FIREntry(ssrc: SSRC(hostVideo), sequenceNumber: 1)])),
+            ]))
+        }
+    }
+
+    /// The composite's colour at (`x`, `y`), fractions of the picture; nil before any picture.
+    func colour(atX x: Double, y: Double) -> YUVColor? {
+        guard let latest else { return nil }
+        return latest.pixel(x: min(latest.width - 1, Int(x * Double(latest.width))), y: min(latest.height - 1, Int(y * Double(latest.height))))
+    }
+
+    /// Whether the composite shows `expected` colours at their points.
+    func shows(_ expected: [(x: Double, y: Double, colour: YUVColor)]) -> Bool {
+        expected.allSatisfy { colour(atX: $0.x, y: $0.y)?.isClose(to: $0.colour, tolerance: 24) == true }
+    }
+
+    func describe(_ points: [(x: Double, y: Double)]) -> String {
+        "\(name) (\(picturesDecoded) pictures, \(latest.map { "\($0.width)x\($0.height)" } ?? "none")): "
+            + points.map { "(\($0.x), \($0.y)) \(colour(atX: $0.x, y: $0.y).map(\.description) ?? "-")" }.joined(separator: " ")
+    }
+}
+
+/// The room composite end to end over real UDP on 127.0.0.1: three participants join with
+/// Tessera's own client stack, each sends VP8 pictures of its own solid colour, and each decodes
+/// the composite the host sends on its video SSRC and finds the colours where the layout puts
+/// them: the grid, then a custom template, then a leaver's placeholder, then a grid of two.
+/// Every wait is bounded by a deadline; the clients are driven by `poll(2)`, nothing sleeps.
+@Suite struct RoomVideoTests {
+    /// Services every client's transport (reads, timers, sends) until `deadline`, waiting in one
+    /// `poll(2)` over all their sockets.
+    private func service(_ clients: [EchoLoopbackClient], until deadline: Instant) {
+        let clock = MonotonicClock()
+        for _ in 0..<10_000 {
+            var now = clock.now()
+            var wake = deadline
+            for client in clients {
+                client.drain()
+                if let transport = client.transport, let due = transport.nextTimeout(now: now) {
+                    if due <= now {
+                        transport.handleTimeout(now: now)
+                        client.drain()
+                    } else {
+                        wake = min(wake, due)
+                    }
+                }
+            }
+            now = clock.now()
+            if now >= deadline { return }
+            let waitMilliseconds = Int32(clamping: ((wake - now).nanosecondsClamped + 999_999) / 1_000_000)
+            var descriptors = clients.map { pollfd(fd: $0.socket.fd, events: Int16(POLLIN), revents: 0) }
+            _ = poll(&descriptors, nfds_t(descriptors.count), max(0, waitMilliseconds))
+        }
+    }
+
+    /// Sends pictures at 15 fps from every participant and decodes the composite until every
+    /// participant in `watching` shows `expected` (after at least `minimum`), or `timeout` passes;
+    /// the time it took, or nil.
+    private func run(_ participants: [VideoParticipant], watching: [VideoParticipant],
+                     until expected: [(x: Double, y: Double, colour: YUVColor)], timeout: Duration,
+                     minimum: Duration = .zero) throws -> Duration? {
+        let clock = MonotonicClock()
+        let start = clock.now()
+        var next = start
+        while clock.now() - start < timeout {
+            for participant in participants {
+                try participant.sendFrame()
+                try participant.sendAudio()
+            }
+            next = next + .milliseconds(66)
+            service(participants.map(\.client), until: next)
+            for participant in participants { try participant.decodeArrivals() }
+            if clock.now() - start >= minimum, watching.allSatisfy({ $0.shows(expected) }) { return clock.now() - start }
+        }
+        return nil
+    }
+
+    private static func milliseconds(_ duration: Duration?) -> String {
+        duration.map { String(format: "%.0f ms", Double($0.nanosecondsClamped) / 1e6) } ?? "timed out"
+    }
+
+    @Test func threeParticipantsSeeTheirColoursWhereTheLayoutPutsThem() throws {
+        var config = HostConfig()
+        config.http.listen = "127.0.0.1:0"
+        config.media.listen = "127.0.0.1:0"
+        // A small canvas keeps the test light on a loaded machine; the pipeline is the same.
+        config.video.width = 640
+        config.video.height = 360
+        config.video.fps = 15
+        config.video.bitrate = 600_000
+        let host = try ConferenceHost(config: config)
+        defer { host.stop() }
+        let port = host.http.address.port
+        let clock = MonotonicClock()
+        let began = clock.now()
+        let colours = [("a", YUVColor(red: 220, green: 30, blue: 30)), ("b", YUVColor(red: 30, green: 200, blue: 30)),
+                       ("c", YUVColor(red: 30, green: 30, blue: 220))]
+        var participants: [VideoParticipant] = []
+        for (name, colour) in colours {
+            let client = try EchoLoopbackClient(httpPort: port, name: name)
+            try client.connect(timeout: .seconds(3), path: "/v1/rooms/r/participants?identity=\(name)")
+            participants.append(try VideoParticipant(name: name, client: client, colour: colour))
+        }
+        let (a, b, c) = (participants[0], participants[1], participants[2])
+
+        // The grid of three: two on top, the third centred below.
+        let grid3 = [(x: 0.25, y: 0.25, colour: a.colour), (x: 0.75, y: 0.25, colour: b.colour), (x: 0.5, y: 0.75, colour: c.colour)]
+        // A second and a half of media first, so the pipeline runs in its steady state.
+        let gridTime = try run(participants, watching: participants, until: grid3, timeout: .seconds(4), minimum: .milliseconds(1500))
+        #expect(gridTime != nil, "grid of 3: \(participants.map { $0.describe(grid3.map { ($0.x, $0.y) }) })")
+        for participant in participants {
+            #expect(participant.picturesDecoded >= 10, "\(participant.name) decoded \(participant.picturesDecoded) composite pictures")
+            #expect(participant.receiver.statistics.decodeErrors == 0)
+        }
+
+        // Eleven PLIs and a FIR from the three at once: one key frame answers them all (the
+        // room's pacer grants one per 500 ms, so twelve requests cannot make twelve), and every
+        // receiver decodes it.
+        let keyFramesBefore = participants.map(\.receiver.statistics.keyFramesDecoded)
+        for participant in participants { try participant.requestKeyFrames(plis: participant === a ? 5 : 3, fir: participant === a) }
+        _ = try run(participants, watching: participants, until: grid3, timeout: .seconds(2), minimum: .milliseconds(400))
+        let keyFramesAfter = participants.map(\.receiver.statistics.keyFramesDecoded)
+        for (before, after) in zip(keyFramesBefore, keyFramesAfter) {
+            // One, or two when the requests straddled a tick (the second held for 500 ms).
+            #expect((1...2).contains(after - before), "key frames decoded by each: before \(keyFramesBefore), after \(keyFramesAfter)")
+        }
+
+        // A custom template swaps a and b.
+        let http = HTTPTestClient(port: port)
+        let swapped = #"""
+            {"canvas": {"width": 640, "height": 360, "fps": 15},
+             "positions": [
+               {"participant": "a", "rect": {"x": 0.5, "y": 0, "width": 0.5, "height": 0.5}},
+               {"participant": "b", "rect": {"x": 0, "y": 0, "width": 0.5, "height": 0.5}},
+               {"participant": "c", "rect": {"x": 0.25, "y": 0.5, "width": 0.5, "height": 0.5}}]}
+            """#
+        let put = try http.send("PUT", "/v1/rooms/r/layout", headers: ["Content-Type": "application/json"], body: Array(swapped.utf8))
+        #expect(put.status == 200, "\(put.text)")
+        let answered = try JSONDecoder().decode(TemplateDescription.self, from: Data(put.body))
+        #expect(answered.positions.map(\.participant) == ["a", "b", "c"])
+        let swap = [(x: 0.75, y: 0.25, colour: a.colour), (x: 0.25, y: 0.25, colour: b.colour), (x: 0.5, y: 0.75, colour: c.colour)]
+        let swapTime = try run(participants, watching: participants, until: swap, timeout: .seconds(2))
+        #expect(swapTime != nil, "swapped: \(participants.map { $0.describe(swap.map { ($0.x, $0.y) }) })")
+
+        // c leaves: its tile shows its placeholder (the custom template stays).
+        #expect(try c.client.delete() == 204)
+        let placeholder = [(x: 0.75, y: 0.25, colour: a.colour), (x: 0.25, y: 0.25, colour: b.colour),
+                           (x: 0.5, y: 0.75, colour: RoomVideo.placeholderColor)]
+        let leaveTime = try run([a, b], watching: [a, b], until: placeholder, timeout: .seconds(2))
+        #expect(leaveTime != nil, "c left: \([a, b].map { $0.describe(placeholder.map { ($0.x, $0.y) }) })")
+
+        // Back to the grid preset: a grid of two, side by side.
+        let preset = try http.send("PUT", "/v1/rooms/r/layout", headers: ["Content-Type": "application/json"],
+                                   body: Array(#"{"preset": "grid"}"#.utf8))
+        #expect(preset.status == 200, "\(preset.text)")
+        let grid2 = [(x: 0.25, y: 0.5, colour: a.colour), (x: 0.75, y: 0.5, colour: b.colour)]
+        let grid2Time = try run([a, b], watching: [a, b], until: grid2, timeout: .seconds(2))
+        #expect(grid2Time != nil, "grid of 2: \([a, b].map { $0.describe(grid2.map { ($0.x, $0.y) }) })")
+        let layout = try http.send("GET", "/v1/rooms/r/layout")
+        let current = try JSONDecoder().decode(TemplateDescription.self, from: Data(layout.body))
+        #expect(current.positions.map(\.participant) == ["a", "b"])
+        #expect(current.positions.map(\.rect) == [.init(x: 0, y: 0, width: 0.5, height: 1), .init(x: 0.5, y: 0, width: 0.5, height: 1)])
+
+        // The speaker preset: the first to join (a) in the main tile until someone speaks; then b
+        // talks, the detector picks b, and b takes the main tile with a in the strip below.
+        let speakerPreset = try http.send("PUT", "/v1/rooms/r/layout", headers: ["Content-Type": "application/json"],
+                                          body: Array(#"{"preset": "speaker"}"#.utf8))
+        #expect(speakerPreset.status == 200, "\(speakerPreset.text)")
+        b.talks = true
+        let speaker = [(x: 0.5, y: 0.375, colour: b.colour), (x: 0.5, y: 0.875, colour: a.colour)]
+        let speakerTime = try run([a, b], watching: [a, b], until: speaker, timeout: .seconds(3))
+        #expect(speakerTime != nil, "b speaks: \([a, b].map { $0.describe(speaker.map { ($0.x, $0.y) }) })")
+        let speakerLayout = try JSONDecoder().decode(TemplateDescription.self, from: Data(try http.send("GET", "/v1/rooms/r/layout").body))
+        #expect(speakerLayout.positions.map(\.participant) == ["b", "a"])
+
+        let metrics = try http.send("GET", "/metrics").text
+        let encoded = metrics.split(separator: "\n").first { $0.hasPrefix("tessera_video_frames_encoded ") } ?? "none"
+        let dropped = metrics.split(separator: "\n").first { $0.hasPrefix("tessera_video_pictures_dropped ") } ?? "none"
+        let encodeSeconds = metrics.split(separator: "\n").first { $0.hasPrefix("tessera_video_encode_seconds ") } ?? "none"
+        for participant in [a, b] { #expect(try participant.client.delete() == 204) }
+        let total = Double((clock.now() - began).nanosecondsClamped) / 1e9
+        print("RoomVideo: grid \(Self.milliseconds(gridTime)), swap \(Self.milliseconds(swapTime)), leave \(Self.milliseconds(leaveTime)), "
+              + "grid of 2 \(Self.milliseconds(grid2Time)), speaker \(Self.milliseconds(speakerTime)); \(encoded), \(encodeSeconds), \(dropped); PLIs to clients "
+              + "\(participants.map(\.plisReceived)); key frames decoded \(participants.map(\.receiver.statistics.keyFramesDecoded)); whole test \(String(format: "%.2f", total)) s")
+    }
+
+    @Test func layoutCallsRefuseBadTemplatesUnknownParticipantsAndPresetsAndMissingRooms() throws {
+        var config = HostConfig()
+        config.http.listen = "127.0.0.1:0"
+        config.media.listen = "127.0.0.1:0"
+        let host = try ConferenceHost(config: config)
+        defer { host.stop() }
+        let port = host.http.address.port
+        let client = try EchoLoopbackClient(httpPort: port, name: "alice")
+        try client.post(path: "/v1/rooms/r/participants?identity=alice")
+        let http = HTTPTestClient(port: port)
+        func put(_ room: String, _ body: String, type: String = "application/json") throws -> HTTPTestClient.Response {
+            try http.send("PUT", "/v1/rooms/\(room)/layout", headers: ["Content-Type": type], body: Array(body.utf8))
+        }
+        func template(_ participant: String, x: Double = 0) -> String {
+            #"{"canvas": {"width": 1280, "height": 720}, "positions": [{"participant": "\#(participant)", "rect": {"x": \#(x), "y": 0, "width": 0.5, "height": 1}}]}"#
+        }
+
+        let outside = try put("r", template("alice", x: 1.5))
+        #expect(outside.status == 400 && outside.text.contains("positions[0].rect.x"), "\(outside.text)")
+        let stranger = try put("r", template("zed"))
+        #expect(stranger.status == 400 && stranger.text.contains("zed"), "\(stranger.text)")
+        let preset = try put("r", #"{"preset": "mosaic"}"#)
+        #expect(preset.status == 400 && preset.text.contains("mosaic"), "\(preset.text)")
+        let missing = try put("nowhere", #"{"preset": "grid"}"#)
+        #expect(missing.status == 404, "\(missing.text)")
+        #expect(try http.send("GET", "/v1/rooms/nowhere/layout").status == 404)
+        #expect(try put("r", "{not json").status == 400)
+        #expect(try put("r", #"{"preset": "grid"}"#, type: "text/plain").status == 415)
+
+        // What works: a template naming alice, then a preset; GET tells what is in use.
+        let good = try put("r", template("alice"))
+        #expect(good.status == 200, "\(good.text)")
+        let speaker = try put("r", #"{"preset": "speaker"}"#)
+        #expect(speaker.status == 200, "\(speaker.text)")
+        let shown = try http.send("GET", "/v1/rooms/r/layout")
+        let description = try JSONDecoder().decode(TemplateDescription.self, from: Data(shown.body))
+        #expect(description.positions.map(\.participant) == ["alice"])
+        #expect(description.positions.first?.rect == .full)
+    }
+}
