@@ -89,7 +89,7 @@ import Wire
         #expect(try api.send("DELETE", "/v1/rooms/r/recordings/\(recordingID)").status == 200)
         let mixFile = folder.appendingPathComponent("mix.webm").path
         let probe = String(decoding: try runTool("ffprobe", ["-v", "error", "-show_entries", "stream=codec_name:format=duration", "-of", "csv=p=0", mixFile]), as: UTF8.self)
-        #expect(probe.contains("opus"), "ffprobe: \(probe)")
+        #expect(probe.contains("opus") && probe.contains("vp8"), "the composite and the mix: \(probe)")
         let pcm = try runTool("ffmpeg", ["-v", "error", "-i", mixFile, "-f", "s16le", "-ac", "1", "-ar", "48000", "-"])
         let recorded = pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         #expect(recorded.count > 48_000 / 2, "at least half a second recorded")
