@@ -66,6 +66,10 @@ public final class HostAPI: Sendable {
             return authorize(request, .admin(room: nil)) ?? listRooms()
         case ("GET", 3) where path[..<2] == ["v1", "rooms"]:
             return authorize(request, .member(room: path[2], identity: nil)) ?? showRoom(path[2])
+        case ("POST", 4) where path[0] == "v1" && path[1] == "rooms" && path[3] == "viewers":
+            return authorize(request, .member(room: path[2], identity: nil)) ?? joinAsViewer(room: path[2], request)
+        case ("DELETE", 5) where path[0] == "v1" && path[1] == "rooms" && path[3] == "viewers":
+            return authorize(request, .member(room: path[2], identity: nil)) ?? leave(room: path[2], id: path[4])
         case ("POST", 4) where path[0] == "v1" && path[1] == "rooms" && path[3] == "recordings":
             return authorize(request, .admin(room: path[2])) ?? startRecording(room: path[2], request)
         case ("DELETE", 5) where path[0] == "v1" && path[1] == "rooms" && path[3] == "recordings":
@@ -199,12 +203,19 @@ public final class HostAPI: Sendable {
     /// The contract's join: an SDP offer in, the answer out. What the participant sends is
     /// received on its transport; it is sent its mix on the audio m-line and the composite on the
     /// first video m-line.
-    private func join(room: String, _ request: HTTPRequest) -> HTTPResponse {
+    /// A join as a viewer (WHEP-style, receive only): the composite and the whole room's mix,
+    /// no tile, no place in the participant list. The room must exist.
+    private func joinAsViewer(room: String, _ request: HTTPRequest) -> HTTPResponse {
+        join(room: room, request, viewer: true)
+    }
+
+    private func join(room: String, _ request: HTTPRequest, viewer: Bool = false) -> HTTPResponse {
         guard Self.isValidName(room) else { return .error(400, "bad room name", detail: "use 1 to 64 of A-Z a-z 0-9 - _ .") }
-        guard let identity = request.query["identity"], Self.isValidName(identity) else {
+        let given = viewer ? "viewer-" + UUID().uuidString.prefix(8).lowercased() : request.query["identity"]
+        guard let identity = given, Self.isValidName(identity) else {
             return .error(400, "bad identity", detail: "give ?identity= with 1 to 64 of A-Z a-z 0-9 - _ .")
         }
-        let name = request.query["name"].map { String($0.prefix(128)) }
+        let name = viewer ? nil : request.query["name"].map { String($0.prefix(128)) }
         guard request.contentType == "application/sdp" else {
             return .error(415, "wrong content type", detail: "send the SDP offer as application/sdp")
         }
@@ -223,6 +234,7 @@ public final class HostAPI: Sendable {
         do {
             outcome = try media.runOnLoop { () -> Result<String, HTTPResponseError> in
                 guard let port = media.port else { return .failure(HTTPResponseError(503, "host stopping", "the host is shutting down")) }
+                if viewer, rooms.value.rooms[room] == nil { return .failure(HTTPResponseError(404, "not found", "no room \(room)")) }
                 if let refusal = rooms.value.refusal(room: room, identity: identity) {
                     switch refusal {
                     case .identityPresent: return .failure(HTTPResponseError(409, "identity present", "\(identity) is already in \(room)"))
@@ -235,9 +247,10 @@ public final class HostAPI: Sendable {
                     return .failure(HTTPResponseError(500, "transport", "\(error)"))
                 }
                 let participant = ParticipantSession(id: UUID().uuidString.lowercased(), identity: identity, name: name, room: room,
-                                                     negotiated: accepted.negotiated, port: port, events: events) { rooms.value.remove($0) }
+                                                     negotiated: accepted.negotiated, port: port, events: events,
+                                                     isViewer: viewer) { rooms.value.remove($0) }
                 rooms.value.add(participant)
-                events.publish(RoomEvent(.joined, room: room, participant: participant.id, identity: identity))
+                if !viewer { events.publish(RoomEvent(.joined, room: room, participant: participant.id, identity: identity)) }
                 participant.attach(transport, localUfrag: accepted.localICE.ufrag)
                 return .success(participant.id)
             }
@@ -246,7 +259,8 @@ public final class HostAPI: Sendable {
         }
         switch outcome {
         case .success(let id):
-            return HTTPResponse(status: 201, headers: [("Content-Type", "application/sdp"), ("Location", "/v1/rooms/\(room)/participants/\(id)")],
+            let collection = viewer ? "viewers" : "participants"
+            return HTTPResponse(status: 201, headers: [("Content-Type", "application/sdp"), ("Location", "/v1/rooms/\(room)/\(collection)/\(id)")],
                                 body: accepted.negotiated.answer.serializedBytes())
         case .failure(let error):
             return .error(error.status, error.error, detail: error.detail)
@@ -411,11 +425,12 @@ public final class HostAPI: Sendable {
     }
 
     private func showRoom(_ name: String) -> HTTPResponse {
-        struct Room: Encodable { let name: String; let participants: [ParticipantSummary] }
+        struct Room: Encodable { let name: String; let participants: [ParticipantSummary]; let viewers: Int }
         let rooms = self.rooms
-        let members = (try? media.runOnLoop { rooms.value.rooms[name]?.values.map(\.summary) }) ?? nil
+        let members = (try? media.runOnLoop { rooms.value.rooms[name].map { Array($0.values) }?.map { ($0.summary, $0.isViewer) } }) ?? nil
         guard let members else { return .error(404, "not found", detail: "no room \(name)") }
-        return .json(200, Room(name: name, participants: members.sorted { $0.identity < $1.identity }))
+        return .json(200, Room(name: name, participants: members.filter { !$0.1 }.map(\.0).sorted { $0.identity < $1.identity },
+                               viewers: members.filter(\.1).count))
     }
 
     /// `GET /v1/rooms/{room}/layout`: the template in use, in the contract's format (for a

@@ -107,7 +107,7 @@ final class RoomVideo {
     // MARK: Layout
 
     /// The identities present, in joining order.
-    var identities: [String] { sessions.map(\.identity) }
+    var identities: [String] { sessions.filter { !$0.isViewer }.map(\.identity) }
 
     /// The template in use, in the contract's format: a custom one as given, a preset as the
     /// positions it produces now.

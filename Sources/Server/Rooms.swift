@@ -64,8 +64,12 @@ final class ParticipantSession: PeerEventSink {
     let events: RoomEventHub
     private let onEnd: (ParticipantSession) -> Void
 
+    /// A viewer (`POST …/viewers`) receives the composite and the whole mix, and has no tile.
+    let isViewer: Bool
+
     init(id: String, identity: String, name: String?, room: String, negotiated: NegotiatedSession, port: MediaPort,
-         events: RoomEventHub, onEnd: @escaping (ParticipantSession) -> Void) {
+         events: RoomEventHub, isViewer: Bool = false, onEnd: @escaping (ParticipantSession) -> Void) {
+        self.isViewer = isViewer
         self.id = id
         self.identity = identity
         self.name = name
@@ -116,7 +120,7 @@ final class ParticipantSession: PeerEventSink {
         for index in published.sorted() {
             events.publish(RoomEvent(.trackEnded, room: room, participant: id, identity: identity, source: source(of: index)))
         }
-        events.publish(RoomEvent(.left, room: room, participant: id, identity: identity, reason: reason))
+        if !isViewer { events.publish(RoomEvent(.left, room: room, participant: id, identity: identity, reason: reason)) }
         onEnd(self)
     }
 

@@ -145,4 +145,46 @@ import Wire
         #expect((Double(leftOpen.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0.5, "left-open.webm: \(leftOpen)")
         print("RoomAudio: \(rounds) packets per client; sending and hearing took \(String(format: "%.2f", elapsed)) s")
     }
+
+    @Test func aViewerHearsTheWholeRoomAndHasNoTile() throws {
+        var config = HostConfig()
+        config.http.listen = "127.0.0.1:0"
+        config.media.listen = "127.0.0.1:0"
+        let host = try ConferenceHost(config: config)
+        defer { host.stop() }
+        let api = HTTPTestClient(port: host.http.address.port)
+        let speaker = try EchoLoopbackClient(httpPort: host.http.address.port, name: "a")
+        let viewer = try EchoLoopbackClient(httpPort: host.http.address.port, name: "viewer")
+        // No room yet: nothing to view.
+        let offer = try Array(Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("SDPTests/Fixtures/aiortc-offer.sdp")))
+        #expect(try api.send("POST", "/v1/rooms/v/viewers", headers: ["Content-Type": "application/sdp"], body: offer).status == 404)
+        try speaker.connect(timeout: .seconds(3), path: "/v1/rooms/v/participants?identity=a")
+        try viewer.connect(timeout: .seconds(3), path: "/v1/rooms/v/viewers")
+        let viewerAudio = try #require(viewer.answer?.hostSSRCs[viewer.audio.mid])
+        let encoder = try OpusEncoder(.init(channels: 1, bitrate: 32_000))
+        let clock = MonotonicClock()
+        let start = clock.now()
+        for round in 0..<60 {
+            service([speaker, viewer], until: start + .milliseconds(20 * round))
+            let payload = try encoder.encode(toneFrame(440, frame: round))
+            speaker.send(RTPPacket(payloadType: PayloadType(speaker.audio.payloadType), sequenceNumber: UInt16(round),
+                                   timestamp: UInt32(round * 960), ssrc: SSRC(speaker.audio.ssrc),
+                                   extensions: speaker.midExtension(speaker.audio.mid), payload: payload[...]))
+        }
+        service([speaker, viewer], until: clock.now() + .milliseconds(100))
+        let decoder = try OpusDecoder(channels: 1)
+        var heard: [Int16] = []
+        for packet in viewer.echoes(on: viewerAudio) {
+            heard += ((try? decoder.decode(Array(packet.payload))) ?? decoder.concealLoss()).samples
+        }
+        #expect(heard.count > 48_000 / 2)
+        #expect(tonePower(heard, frequency: 440) > 1000 * tonePower(heard, frequency: 1_250), "the viewer hears a")
+        let room = try JSONSerialization.jsonObject(with: Data(api.send("GET", "/v1/rooms/v").body)) as? [String: Any]
+        #expect((room?["participants"] as? [[String: Any]])?.count == 1)
+        #expect(room?["viewers"] as? Int == 1)
+        let layout = try JSONSerialization.jsonObject(with: Data(api.send("GET", "/v1/rooms/v/layout").body)) as? [String: Any]
+        #expect((layout?["positions"] as? [[String: Any]])?.compactMap { $0["participant"] as? String } == ["a"], "no tile for the viewer")
+        #expect(try viewer.delete() == 204)
+    }
 }
