@@ -530,7 +530,18 @@ public final class HostAPI: Sendable {
             let framesEncoded = videoStatistics.reduce(0) { $0 + $1.framesEncoded }
             let picturesDropped = videoStatistics.reduce(0) { $0 + $1.picturesDropped }
             let encodeSeconds = videoStatistics.reduce(0.0) { $0 + Double($1.totalEncodeTime.nanosecondsClamped) / 1e9 }
+            let everyone = rooms.value.rooms.values.flatMap(\.values)
+            let lost = everyone.reduce(Int64(0)) { $0 + $1.packetsLost }
+            let audioResets = rooms.value.audio.values.reduce(0) { $0 + $1.scheduleResets }
+            let videoResets = rooms.value.video.values.reduce(0) { $0 + $1.scheduleResets }
             return [
+                "# HELP tessera_packets_lost Packets participants sent that did not arrive (open rooms, RFC 3550 A.3).",
+                "# TYPE tessera_packets_lost gauge",
+                "tessera_packets_lost \(lost)",
+                "# HELP tessera_tick_late Media ticks that came over their lateness bound and restarted their schedule.",
+                "# TYPE tessera_tick_late gauge",
+                "tessera_tick_late{media=\"audio\"} \(audioResets)",
+                "tessera_tick_late{media=\"video\"} \(videoResets)",
                 "# HELP tessera_rooms Rooms with at least one participant.",
                 "# TYPE tessera_rooms gauge",
                 "tessera_rooms \(rooms.value.rooms.count)",

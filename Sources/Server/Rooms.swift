@@ -57,6 +57,8 @@ final class ParticipantSession: PeerEventSink {
     private var peerID: MediaPort.PeerID?
     private var inbound: InboundSections
     private var receiver: PeerReceiver
+    /// Packets the participant sent that never arrived (RFC 3550 A.3, over its sources).
+    var packetsLost: Int64 { receiver.statistics.reduce(0) { $0 + $1.cumulativeLost } }
     private var timer: EventLoop.TimerToken?
     private var timerDeadline: Instant?
     /// Sections (by index) whose first media has arrived: their track is published.
