@@ -2,7 +2,7 @@
 # Interop suite for the host's echo endpoint (POST /v1/echo): real WebRTC peers call it and
 # check that what they send comes back.
 #
-#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium gstreamer page"] [--seconds N]
+#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium gstreamer page room"] [--seconds N]
 #                  [--media-port 50000] [--ready-timeout 30] [--keep-logs]
 #
 # Everything runs inside a private network namespace that holds only loopback (the script
@@ -23,7 +23,7 @@ set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 TESSERA="$REPO/.build/debug/tessera"
-PEERS="aiortc chromium gstreamer page"
+PEERS="aiortc chromium gstreamer page room"
 SECONDS_PER_CALL=10
 MEDIA_PORT=50000
 READY_TIMEOUT=30
@@ -92,7 +92,8 @@ host_tail() {
 
 # --- start the host --------------------------------------------------------------------
 cat >"$TMP/config.json" <<EOF
-{"http": {"listen": "127.0.0.1:0"}, "media": {"listen": "127.0.0.1:$MEDIA_PORT", "announce": ["127.0.0.1"]}}
+{"http": {"listen": "127.0.0.1:0"}, "media": {"listen": "127.0.0.1:$MEDIA_PORT", "announce": ["127.0.0.1"]},
+ "recordings": {"folder": "$TMP/recordings"}}
 EOF
 if [ ! -x "$TESSERA" ]; then
     fail host "no executable at $TESSERA (build it: swift build)"
@@ -176,7 +177,14 @@ for peer in $PEERS; do
                 fail page "chromium is not installed (Debian package chromium)"; continue
             fi
             run_peer page "$SYS_PY" "$HERE/page_chromium.py" --url "$BASE" --seconds 30 ;;
-        *) fail "$peer" "unknown peer (aiortc, chromium, gstreamer, page)" ;;
+        room)
+            if ! "$VENV_PY" -c 'import aiortc, numpy' 2>/dev/null; then
+                fail room "no aiortc in $REPO/.venv (run scripts/setup.sh)"; continue
+            fi
+            # three participants in one room; a recording lands in the host's cwd (ours) + recordings/
+            run_peer room "$VENV_PY" "$HERE/room_aiortc.py" --url "$BASE" --room interop --timeout 38 \
+                --recordings-dir "$TMP/recordings" ;;
+        *) fail "$peer" "unknown peer (aiortc, chromium, gstreamer, page, room)" ;;
     esac
 done
 
