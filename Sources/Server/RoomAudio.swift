@@ -43,10 +43,9 @@ final class RoomAudio {
     private var sessions: [ObjectIdentifier: ParticipantSession] = [:]
     /// The room's video, told every tick's levels (its active speaker detector).
     weak var video: RoomVideo?
-    private var timer: EventLoop.TimerToken?
-    private var deadline: Instant?
+    private var tick: MediaTick?
     /// Ticks that came more than `maximumLateness` late and restarted the schedule from now.
-    private(set) var scheduleResets = 0
+    var scheduleResets: Int { tick?.resets ?? 0 }
     /// Beyond this, a late tick does not try to catch up (which would play a burst of frames):
     /// the schedule restarts from now and the jitter buffers absorb the gap.
     static let maximumLateness: Duration = .milliseconds(100)
@@ -56,6 +55,9 @@ final class RoomAudio {
     init(room: String, loop: EventLoop) {
         self.room = room
         self.loop = loop
+        tick = MediaTick(loop: loop, interval: { Self.tickInterval }, maximumLateness: Self.maximumLateness) { [weak self] deadline in
+            self?.fire(deadline: deadline)
+        }
     }
 
     /// The room's whole mix as a track, while something records it.
@@ -102,7 +104,7 @@ final class RoomAudio {
         sessions[key] = session
         mixer.add(key, receiver: session.audioReceiver, listens: session.receivesAudio)
         refreshHearing()
-        if timer == nil { start() }
+        tick?.start()
     }
 
     /// Tells the mixer whom each participant does not hear (by identity, so it holds for those
@@ -124,31 +126,17 @@ final class RoomAudio {
     }
 
     var isEmpty: Bool { sessions.isEmpty }
-    var isRunning: Bool { timer != nil }
+    var isRunning: Bool { tick?.isRunning ?? false }
 
     /// Stops the tick (the room closed), finishing its recordings.
     func stop() {
         stopAllRecordings()
-        if let timer { loop.cancel(timer) }
-        timer = nil
-        deadline = nil
+        tick?.stop()
     }
 
-    private func start() {
-        let first = loop.clock.now() + Self.tickInterval
-        deadline = first
-        timer = loop.schedule(at: first) { [weak self] in self?.fire() }
-    }
-
-    /// One tick: mix for the deadline (not the wake-up time, so the media clock stays regular),
-    /// send, and schedule the next at the deadline + 20 ms, so that lateness does not accumulate.
-    private func fire() {
-        guard var deadline else { return }
-        let now = loop.clock.now()
-        if now - deadline > Self.maximumLateness {
-            deadline = now
-            scheduleResets += 1
-        }
+    /// One tick: mix for the deadline (not the wake-up time, so the media clock stays regular)
+    /// and send.
+    private func fire(deadline: Instant) {
         let packets = mixer.tick(now: deadline)
         if let video {
             var levels: [String: Double] = [:]
@@ -166,8 +154,5 @@ final class RoomAudio {
             if sessions[key]?.sendAudio(payload) == true { sent = true }
         }
         if sent, let port = sessions.values.first?.port { port.flush() }
-        let next = deadline + Self.tickInterval
-        self.deadline = next
-        timer = loop.schedule(at: next) { [weak self] in self?.fire() }
     }
 }

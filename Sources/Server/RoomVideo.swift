@@ -36,8 +36,7 @@ final class RoomVideo {
     private var sessions: [ParticipantSession] = []
     /// Who speaks, from the room's audio levels (with hysteresis).
     private var speakerDetector = ActiveSpeakerDetector()
-    private var timer: EventLoop.TimerToken?
-    private var deadline: Instant?
+    private var tick: MediaTick?
     private var worker: VideoEncodeWorker?
     /// Packetizes each encoded frame once; receivers get copies with their own header fields.
     private var packetizer: VideoSender?
@@ -48,7 +47,7 @@ final class RoomVideo {
     /// Draws participants' names on their tiles; nil when the fonts could not be loaded.
     private let labels: TextLabelRenderer?
     /// Ticks that came more than `maximumLateness` late and restarted the schedule from now.
-    private(set) var scheduleResets = 0
+    var scheduleResets: Int { tick?.resets ?? 0 }
     /// Encoded frames sent (to anyone).
     private(set) var framesSent = 0
     /// Beyond this, a late tick does not try to catch up: the schedule restarts from now.
@@ -66,12 +65,15 @@ final class RoomVideo {
         labels = try? TextLabelRenderer()
         compositor.labelRenderer = labels
         compositor.start()
+        tick = MediaTick(loop: loop, interval: { [compositor] in compositor.tickInterval }, maximumLateness: Self.maximumLateness) {
+            [weak self] deadline in self?.fire(deadline: deadline)
+        }
     }
 
     /// The encoder thread must not outlive the room, even when the host stops with rooms open.
     deinit { worker?.stop() }
 
-    var isRunning: Bool { timer != nil }
+    var isRunning: Bool { tick?.isRunning ?? false }
     /// A recording takes the composite: it is drawn even when no participant receives video.
     var isRecorded = false
     /// The encoder thread's counters; nil before the first picture was encoded.
@@ -83,7 +85,7 @@ final class RoomVideo {
         sessions.append(session)
         session.video = self
         if case .preset = layout { applyLayout(publish: true) }
-        if timer == nil { start() }
+        tick?.start()
     }
 
     /// Removes a participant: presets close its gap; a custom template shows its placeholder.
@@ -96,9 +98,7 @@ final class RoomVideo {
 
     /// Stops the tick and the encoder thread (the room closed).
     func stop() {
-        if let timer { loop.cancel(timer) }
-        timer = nil
-        deadline = nil
+        tick?.stop()
         worker?.stop()
         worker = nil
         compositor.stop()
@@ -198,21 +198,10 @@ final class RoomVideo {
 
     // MARK: The tick
 
-    private func start() {
-        let first = loop.clock.now() + compositor.tickInterval
-        deadline = first
-        timer = loop.schedule(at: first) { [weak self] in self?.fire() }
-    }
-
-    /// One tick: draw for the deadline, hand the picture to the encoder thread (only when someone
-    /// can receive it), schedule the next at the deadline + 1/fps.
-    private func fire() {
-        guard var deadline else { return }
+    /// One tick: draw for the deadline and hand the picture to the encoder thread (only when
+    /// someone can receive it, or a recording takes it).
+    private func fire(deadline: Instant) {
         let now = loop.clock.now()
-        if now - deadline > Self.maximumLateness {
-            deadline = now
-            scheduleResets += 1
-        }
         for session in sessions { session.abandonStalledVideo(now: now) }
         let anyReceiver = sessions.contains(where: \.receivesVideoNow)
         if anyReceiver || isRecorded {
@@ -224,9 +213,6 @@ final class RoomVideo {
                 encoder().submit(.init(picture: picture, keyFrame: keyFrame))
             }
         }
-        let next = deadline + compositor.tickInterval
-        self.deadline = next
-        timer = loop.schedule(at: next) { [weak self] in self?.fire() }
     }
 
     /// The encoder thread, started with the first picture. Its callback holds the room weakly

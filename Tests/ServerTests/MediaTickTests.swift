@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+import Wire
+@testable import Server
+
+@Suite struct MediaTickTests {
+    /// Runs `body` on the loop thread (overdue timers run first) and waits for it.
+    private func onLoop(_ loop: EventLoop, _ body: @escaping @Sendable () -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        loop.execute {
+            body()
+            done.signal()
+        }
+        _ = done.wait(timeout: .now() + 10)
+    }
+
+    @Test func deadlinesStayOnTheGridAndALateTickRestartsFromNow() throws {
+        let clock = ManualClock(start: .milliseconds(1_000))
+        let loop = try EventLoop(clock: clock)
+        let fired = LoopConfined<[Instant]>([])
+        let tick = LoopConfined<MediaTick?>(nil)
+        Thread { loop.run() }.start()
+        defer { loop.stop() }
+        onLoop(loop) {
+            tick.value = MediaTick(loop: loop, interval: { .milliseconds(20) }, maximumLateness: .milliseconds(100)) { fired.value.append($0) }
+            tick.value?.start()
+        }
+        // Woken a little late each time: the ticks still carry the 20 ms grid's deadlines.
+        for step in 1...5 {
+            clock.set(.milliseconds(1_000 + 20 * UInt64(step) + 7))
+            onLoop(loop) {}
+        }
+        // Then very late: one tick at now, and the grid starts again from there.
+        clock.set(.milliseconds(1_500))
+        onLoop(loop) {}
+        clock.set(.milliseconds(1_520))
+        onLoop(loop) {}
+        let result = LoopConfined<(deadlines: [Instant], resets: Int)>(([], 0))
+        onLoop(loop) {
+            result.value = (fired.value, tick.value?.resets ?? -1)
+            tick.value?.stop()
+        }
+        #expect(result.value.deadlines == [1_020, 1_040, 1_060, 1_080, 1_100, 1_500, 1_520].map { Instant.milliseconds($0) })
+        #expect(result.value.resets == 1)
+    }
+}
