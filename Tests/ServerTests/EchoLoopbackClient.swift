@@ -457,3 +457,31 @@ struct EchoLoopbackRandom: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+extension EchoLoopbackClient {
+    /// Services every client's transport (reads, timers, sends) until `deadline`, waiting in one
+    /// `poll(2)` over all their sockets.
+    static func service(_ clients: [EchoLoopbackClient], until deadline: Instant) {
+        let clock = MonotonicClock()
+        for _ in 0..<10_000 {
+            var now = clock.now()
+            var wake = deadline
+            for client in clients {
+                client.drain()
+                if let transport = client.transport, let due = transport.nextTimeout(now: now) {
+                    if due <= now {
+                        transport.handleTimeout(now: now)
+                        client.drain()
+                    } else {
+                        wake = min(wake, due)
+                    }
+                }
+            }
+            now = clock.now()
+            if now >= deadline { return }
+            let waitMilliseconds = Int32(clamping: ((wake - now).nanosecondsClamped + 999_999) / 1_000_000)
+            var descriptors = clients.map { pollfd(fd: $0.socket.fd, events: Int16(POLLIN), revents: 0) }
+            _ = poll(&descriptors, nfds_t(descriptors.count), max(0, waitMilliseconds))
+        }
+    }
+}

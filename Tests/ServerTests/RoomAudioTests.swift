@@ -12,32 +12,6 @@ import Wire
 /// each decodes what the host sends on its audio SSRC: the other two tones, never its own. Every
 /// wait is bounded by a deadline; the clients are driven by `poll(2)`, nothing sleeps.
 @Suite struct RoomAudioTests {
-    /// Services every client's transport (reads, timers, sends) until `deadline`, waiting in one
-    /// `poll(2)` over all their sockets.
-    private func service(_ clients: [EchoLoopbackClient], until deadline: Instant) {
-        let clock = MonotonicClock()
-        for _ in 0..<10_000 {
-            var now = clock.now()
-            var wake = deadline
-            for client in clients {
-                client.drain()
-                if let transport = client.transport, let due = transport.nextTimeout(now: now) {
-                    if due <= now {
-                        transport.handleTimeout(now: now)
-                        client.drain()
-                    } else {
-                        wake = min(wake, due)
-                    }
-                }
-            }
-            now = clock.now()
-            if now >= deadline { return }
-            let waitMilliseconds = Int32(clamping: ((wake - now).nanosecondsClamped + 999_999) / 1_000_000)
-            var descriptors = clients.map { pollfd(fd: $0.socket.fd, events: Int16(POLLIN), revents: 0) }
-            _ = poll(&descriptors, nfds_t(descriptors.count), max(0, waitMilliseconds))
-        }
-    }
-
     @Test func threeParticipantsEachHearTheOtherTwoTonesAndNotTheirOwn() throws {
         var config = HostConfig()
         config.http.listen = "127.0.0.1:0"
@@ -72,7 +46,7 @@ import Wire
         let rounds = 75, analyzeFrom = 30
         var receivedAt: [Int] = []
         for round in 0..<rounds {
-            service(clients, until: start + .milliseconds(20 * round))
+            EchoLoopbackClient.service(clients, until: start + .milliseconds(20 * round))
             if round == analyzeFrom { receivedAt = zip(clients, hostAudio).map { $0.echoes(on: $1).count } }
             for (name, (client, encoder)) in zip(names, zip(clients, encoders)) {
                 let frequency = try #require(roomTones[name])
@@ -83,7 +57,7 @@ import Wire
             }
         }
         // The mixes of the last packets sent: two ticks plus the jitter buffer's delay.
-        service(clients, until: clock.now() + .milliseconds(100))
+        EchoLoopbackClient.service(clients, until: clock.now() + .milliseconds(100))
 
         // The stopped recording plays in ffprobe and holds every tone.
         #expect(try api.send("DELETE", "/v1/rooms/r/recordings/\(recordingID)").status == 200)
@@ -166,13 +140,13 @@ import Wire
         let clock = MonotonicClock()
         let start = clock.now()
         for round in 0..<60 {
-            service([speaker, viewer], until: start + .milliseconds(20 * round))
+            EchoLoopbackClient.service([speaker, viewer], until: start + .milliseconds(20 * round))
             let payload = try encoder.encode(toneFrame(440, frame: round))
             speaker.send(RTPPacket(payloadType: PayloadType(speaker.audio.payloadType), sequenceNumber: UInt16(round),
                                    timestamp: UInt32(round * 960), ssrc: SSRC(speaker.audio.ssrc),
                                    extensions: speaker.midExtension(speaker.audio.mid), payload: payload[...]))
         }
-        service([speaker, viewer], until: clock.now() + .milliseconds(100))
+        EchoLoopbackClient.service([speaker, viewer], until: clock.now() + .milliseconds(100))
         let decoder = try OpusDecoder(channels: 1)
         var heard: [Int16] = []
         for packet in viewer.echoes(on: viewerAudio) {

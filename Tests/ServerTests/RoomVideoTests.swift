@@ -143,32 +143,6 @@ private final class VideoParticipant {
 /// them: the grid, then a custom template, then a leaver's placeholder, then a grid of two.
 /// Every wait is bounded by a deadline; the clients are driven by `poll(2)`, nothing sleeps.
 @Suite struct RoomVideoTests {
-    /// Services every client's transport (reads, timers, sends) until `deadline`, waiting in one
-    /// `poll(2)` over all their sockets.
-    private func service(_ clients: [EchoLoopbackClient], until deadline: Instant) {
-        let clock = MonotonicClock()
-        for _ in 0..<10_000 {
-            var now = clock.now()
-            var wake = deadline
-            for client in clients {
-                client.drain()
-                if let transport = client.transport, let due = transport.nextTimeout(now: now) {
-                    if due <= now {
-                        transport.handleTimeout(now: now)
-                        client.drain()
-                    } else {
-                        wake = min(wake, due)
-                    }
-                }
-            }
-            now = clock.now()
-            if now >= deadline { return }
-            let waitMilliseconds = Int32(clamping: ((wake - now).nanosecondsClamped + 999_999) / 1_000_000)
-            var descriptors = clients.map { pollfd(fd: $0.socket.fd, events: Int16(POLLIN), revents: 0) }
-            _ = poll(&descriptors, nfds_t(descriptors.count), max(0, waitMilliseconds))
-        }
-    }
-
     /// Sends pictures at 15 fps from every participant and decodes the composite until every
     /// participant in `watching` shows `expected` (after at least `minimum`), or `timeout` passes;
     /// the time it took, or nil.
@@ -184,7 +158,7 @@ private final class VideoParticipant {
                 try participant.sendAudio()
             }
             next = next + .milliseconds(66)
-            service(participants.map(\.client), until: next)
+            EchoLoopbackClient.service(participants.map(\.client), until: next)
             for participant in participants { try participant.decodeArrivals() }
             if clock.now() - start >= minimum, watching.allSatisfy({ $0.shows(expected) }) { return clock.now() - start }
         }
