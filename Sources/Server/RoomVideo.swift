@@ -188,9 +188,26 @@ final class RoomVideo {
         pacer.receivedFullIntraRequest(FullIntraRequest(senderSSRC: sender, entries: [FIREntry(ssrc: Self.pacerSSRC, sequenceNumber: sequenceNumber)]))
     }
 
-    /// A receiver became able to decode (its transport is secure): it needs a key frame.
+    /// A receiver became able to decode (its transport is secure): it needs a key frame, and
+    /// gets one at the next tick rather than after the 500 ms PLI pacing (joins are bounded by the
+    /// HTTP API, not by packets; still, at most one such key frame per `newReceiverKeyFrameGap`).
     func receiverStarted() {
-        pictureLossIndicated(by: SSRC(rawValue: 0))
+        newReceiverWaiting = true
+    }
+
+    private var newReceiverWaiting = false
+    private var lastNewReceiverKeyFrame: Instant?
+    static let newReceiverKeyFrameGap: Duration = .milliseconds(100)
+
+    /// Whether the tick at `now` encodes a key frame: a new receiver's (soon), or a paced request's.
+    private func keyFrameDue(now: Instant) -> Bool {
+        if newReceiverWaiting, lastNewReceiverKeyFrame.map({ now - $0 >= Self.newReceiverKeyFrameGap }) ?? true {
+            newReceiverWaiting = false
+            lastNewReceiverKeyFrame = now
+            pacer.keyFrameEncoded(now: now)  // it answers the requests held until now too
+            return true
+        }
+        return pacer.pollKeyFrame(now: now)
     }
 
     /// Key frames asked of the encoder after pacing.
@@ -209,7 +226,7 @@ final class RoomVideo {
         }
         if anyReceiver {
             if let picture = compositor.outputTrack?.latestFrame(now: deadline) {
-                let keyFrame = pacer.pollKeyFrame(now: deadline)
+                let keyFrame = keyFrameDue(now: deadline)
                 encoder().submit(.init(picture: picture, keyFrame: keyFrame))
             }
         }
