@@ -530,6 +530,8 @@ public final class HostAPI: Sendable {
             let framesEncoded = videoStatistics.reduce(0) { $0 + $1.framesEncoded }
             let picturesDropped = videoStatistics.reduce(0) { $0 + $1.picturesDropped }
             let encodeSeconds = videoStatistics.reduce(0.0) { $0 + Double($1.totalEncodeTime.nanosecondsClamped) / 1e9 }
+            let lowReceivers = rooms.value.video.values.reduce(0) { $0 + $1.lowReceivers }
+            let lowFramesEncoded = rooms.value.video.values.reduce(0) { $0 + $1.lowFramesEncoded }
             let everyone = rooms.value.rooms.values.flatMap(\.values)
             let lost = everyone.reduce(Int64(0)) { $0 + $1.packetsLost }
             let audioResets = rooms.value.audio.values.reduce(0) { $0 + $1.scheduleResets }
@@ -560,6 +562,12 @@ public final class HostAPI: Sendable {
                 "# HELP tessera_video_encode_seconds Time the open rooms' encoder threads spent encoding.",
                 "# TYPE tessera_video_encode_seconds gauge",
                 "tessera_video_encode_seconds \(encodeSeconds)",
+                "# HELP tessera_video_low_receivers Receivers sent the lower composite encoding (their bandwidth estimate is low).",
+                "# TYPE tessera_video_low_receivers gauge",
+                "tessera_video_low_receivers \(lowReceivers)",
+                "# HELP tessera_video_low_frames_encoded Composite frames the open rooms' lower encodings encoded.",
+                "# TYPE tessera_video_low_frames_encoded gauge",
+                "tessera_video_low_frames_encoded \(lowFramesEncoded)",
                 "# HELP tessera_echo_sessions Sessions of POST /v1/echo.",
                 "# TYPE tessera_echo_sessions gauge",
                 "tessera_echo_sessions \(echoes.value.count)",

@@ -47,6 +47,12 @@ public struct HostConfig: Sendable, Equatable {
         public var fps = 30
         /// The composite's VP8 target bit rate, bits per second.
         public var bitrate = 1_500_000
+        /// The lower encoding's width, for receivers whose bandwidth estimate is low (2…3840).
+        public var lowWidth = 640
+        /// The lower encoding's height (2…2160).
+        public var lowHeight = 360
+        /// The lower encoding's VP8 target bit rate, bits per second.
+        public var lowBitrate = 500_000
         public init() {}
     }
 
@@ -106,6 +112,10 @@ public struct HostConfig: Sendable, Equatable {
         }
         if !(1...60).contains(video.fps) { throw .unsafe("video.fps must be 1…60") }
         if !(100_000...20_000_000).contains(video.bitrate) { throw .unsafe("video.bitrate must be 100000…20000000 bit/s") }
+        if !(2...3840).contains(video.lowWidth) || !(2...2160).contains(video.lowHeight) {
+            throw .unsafe("video.lowWidth and video.lowHeight must be within 2…3840 × 2…2160")
+        }
+        if !(100_000...20_000_000).contains(video.lowBitrate) { throw .unsafe("video.lowBitrate must be 100000…20000000 bit/s") }
     }
 
     private static func describe(_ error: Error) -> String {
@@ -134,13 +144,16 @@ extension HostConfig: Codable {
     }
 }
 extension HostConfig.Video: Codable {
-    enum CodingKeys: String, CodingKey { case width, height, fps, bitrate }
+    enum CodingKeys: String, CodingKey { case width, height, fps, bitrate, lowWidth, lowHeight, lowBitrate }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         width = try c.decodeIfPresent(Int.self, forKey: .width) ?? width
         height = try c.decodeIfPresent(Int.self, forKey: .height) ?? height
         fps = try c.decodeIfPresent(Int.self, forKey: .fps) ?? fps
         bitrate = try c.decodeIfPresent(Int.self, forKey: .bitrate) ?? bitrate
+        lowWidth = try c.decodeIfPresent(Int.self, forKey: .lowWidth) ?? lowWidth
+        lowHeight = try c.decodeIfPresent(Int.self, forKey: .lowHeight) ?? lowHeight
+        lowBitrate = try c.decodeIfPresent(Int.self, forKey: .lowBitrate) ?? lowBitrate
     }
 }
 extension HostConfig.HTTP: Codable {

@@ -14,7 +14,10 @@ import Wire
 /// The layout is a preset (grid by default), recomputed whenever someone joins or leaves, or a
 /// custom template set through the API. Key frame requests (a new receiver, a PLI or FIR from
 /// any receiver) are coalesced by one `KeyFrameRequestPacer`: one key frame per 500 ms however
-/// many ask. The room's audio levels feed an `ActiveSpeakerDetector`; the speaker, side by side
+/// many ask, per encoding. Receivers whose bandwidth estimate is low (`LowBandwidthDetector`)
+/// get a second, lower encoding of the same composite (scaled on its own encoder thread, which
+/// runs only while someone gets it or is switching to it); a receiver switches at a key frame of
+/// the other encoding, keeping its SSRC and sequence numbering. The room's audio levels feed an `ActiveSpeakerDetector`; the speaker, side by side
 /// and picture-in-picture presets put its pick in the main tile. Lives on the media loop thread; started with the room's first participant and
 /// stopped when the room closes.
 final class RoomVideo {
@@ -24,6 +27,50 @@ final class RoomVideo {
         case preset(LayoutPreset)
         /// A template given through the API; kept as given (a leaver's tile shows its placeholder).
         case custom(TemplateDescription)
+    }
+
+    /// One encoding of the composite: its encoder thread, its packetizer and its key frame
+    /// pacing. The main one is at the canvas size; the lower one (`HostConfig.Video.lowWidth`…)
+    /// runs only while some receiver's bandwidth estimate is low.
+    final class Encoding {
+        /// Which encoding.
+        enum Kind: String, Sendable {
+            /// The canvas size, at `video.bitrate`.
+            case main
+            /// `video.lowWidth` × `video.lowHeight` at `video.lowBitrate`.
+            case low
+        }
+
+        let kind: Kind
+        /// The picture size it encodes; nil for the canvas size as it is.
+        let size: VideoSize?
+        let bitrate: Int
+        var worker: VideoEncodeWorker?
+        /// Packetizes each encoded frame once; receivers get copies with their own header fields.
+        var packetizer: VideoSender?
+        /// One key frame per `minimumInterval`, whoever asks. Requests are re-addressed to its
+        /// (internal) SSRC, since every receiver has its own host SSRC for the same stream.
+        var pacer = KeyFrameRequestPacer(mediaSSRC: RoomVideo.pacerSSRC)
+        /// A key frame wanted at the next tick (a new receiver, or one switching to it).
+        var keyFrameSoon = false
+        var lastSoonKeyFrame: Instant?
+
+        init(kind: Kind, size: VideoSize?, bitrate: Int) {
+            self.kind = kind
+            self.size = size
+            self.bitrate = bitrate
+        }
+
+        /// Whether the tick at `now` encodes a key frame: a new receiver's (soon), or a paced request's.
+        func keyFrameDue(now: Instant) -> Bool {
+            if keyFrameSoon, lastSoonKeyFrame.map({ now - $0 >= RoomVideo.newReceiverKeyFrameGap }) ?? true {
+                keyFrameSoon = false
+                lastSoonKeyFrame = now
+                pacer.keyFrameEncoded(now: now)  // it answers the requests held until now too
+                return true
+            }
+            return pacer.pollKeyFrame(now: now)
+        }
     }
 
     let room: String
@@ -37,13 +84,18 @@ final class RoomVideo {
     /// Who speaks, from the room's audio levels (with hysteresis).
     private var speakerDetector = ActiveSpeakerDetector()
     private var tick: MediaTick?
-    private var worker: VideoEncodeWorker?
-    /// Packetizes each encoded frame once; receivers get copies with their own header fields.
-    private var packetizer: VideoSender?
-    /// One key frame per `minimumInterval`, whoever asks. Requests are re-addressed to its
-    /// (internal) SSRC, since every receiver has its own host SSRC for the same stream.
-    private var pacer = KeyFrameRequestPacer(mediaSSRC: RoomVideo.pacerSSRC)
+    /// The canvas-size encoding everyone gets unless their bandwidth is low.
+    private let main: Encoding
+    /// The lower encoding, while any receiver gets it or is switching to it.
+    private var low: Encoding?
     private static let pacerSSRC = SSRC(rawValue: 1)
+    /// RTP timestamps of both encodings count 90 kHz from this capture time, so that a receiver
+    /// switched between them sees one continuous clock.
+    private var timestampEpoch: Instant?
+    /// Shared by both encodings' packetizers, for the same reason.
+    private let timestampOffset = UInt32.random(in: 0...UInt32.max)
+    /// Frames the lower encoding encoded in workers since stopped.
+    private var retiredLowFramesEncoded = 0
     /// Draws participants' names on their tiles; nil when the fonts could not be loaded.
     private let labels: TextLabelRenderer?
     /// Ticks that came more than `maximumLateness` late and restarted the schedule from now.
@@ -60,6 +112,7 @@ final class RoomVideo {
         self.loop = loop
         defaults = configuration
         self.events = events
+        main = Encoding(kind: .main, size: nil, bitrate: configuration.bitrate)
         compositor = VideoCompositor(id: room, resolutionSize: VideoSize(width: configuration.width, height: configuration.height),
                                      fps: configuration.fps)
         labels = try? TextLabelRenderer()
@@ -71,13 +124,20 @@ final class RoomVideo {
     }
 
     /// The encoder thread must not outlive the room, even when the host stops with rooms open.
-    deinit { worker?.stop() }
+    deinit {
+        main.worker?.stop()
+        low?.worker?.stop()
+    }
 
     var isRunning: Bool { tick?.isRunning ?? false }
     /// A recording takes the composite: it is drawn even when no participant receives video.
     var isRecorded = false
     /// The encoder thread's counters; nil before the first picture was encoded.
-    var encodeStatistics: VideoEncodeWorker.Statistics? { worker?.statistics }
+    var encodeStatistics: VideoEncodeWorker.Statistics? { main.worker?.statistics }
+    /// Frames the lower encoding has encoded in this room.
+    var lowFramesEncoded: Int { retiredLowFramesEncoded + (low?.worker?.statistics.framesEncoded ?? 0) }
+    /// Receivers sent the lower encoding now.
+    var lowReceivers: Int { sessions.filter { $0.receivesVideoNow && $0.videoEncoding == .low }.count }
 
     /// Adds a participant: its camera joins the layout (presets are recomputed); the first starts
     /// the tick.
@@ -99,8 +159,9 @@ final class RoomVideo {
     /// Stops the tick and the encoder thread (the room closed).
     func stop() {
         tick?.stop()
-        worker?.stop()
-        worker = nil
+        main.worker?.stop()
+        main.worker = nil
+        stopLowEncoding()
         compositor.stop()
     }
 
@@ -177,86 +238,121 @@ final class RoomVideo {
 
     // MARK: Key frames
 
-    /// A receiver asked for a key frame (a PLI about its host video SSRC).
-    func pictureLossIndicated(by sender: SSRC) {
-        pacer.receivedPictureLossIndication(PictureLossIndication(senderSSRC: sender, mediaSSRC: Self.pacerSSRC))
+    /// A receiver asked for a key frame (a PLI about its host video SSRC) of the encoding it
+    /// is sent.
+    func pictureLossIndicated(by sender: SSRC, encoding: Encoding.Kind) {
+        self.encoding(encoding).pacer.receivedPictureLossIndication(PictureLossIndication(senderSSRC: sender, mediaSSRC: Self.pacerSSRC))
     }
 
     /// A receiver sent a FIR entry about its host video SSRC with command `sequenceNumber`
     /// (a repeated number from the same sender is ignored, RFC 5104 §4.3.1.2).
-    func fullIntraRequested(by sender: SSRC, sequenceNumber: UInt8) {
-        pacer.receivedFullIntraRequest(FullIntraRequest(senderSSRC: sender, entries: [FIREntry(ssrc: Self.pacerSSRC, sequenceNumber: sequenceNumber)]))
+    func fullIntraRequested(by sender: SSRC, sequenceNumber: UInt8, encoding: Encoding.Kind) {
+        self.encoding(encoding).pacer.receivedFullIntraRequest(
+            FullIntraRequest(senderSSRC: sender, entries: [FIREntry(ssrc: Self.pacerSSRC, sequenceNumber: sequenceNumber)]))
+    }
+
+    /// The encoding of `kind`; the main one when the lower one is not running (its requests
+    /// then have nothing to ask).
+    private func encoding(_ kind: Encoding.Kind) -> Encoding {
+        kind == .low ? (low ?? main) : main
     }
 
     /// A receiver became able to decode (its transport is secure): it needs a key frame, and
     /// gets one at the next tick rather than after the 500 ms PLI pacing (joins are bounded by the
     /// HTTP API, not by packets; still, at most one such key frame per `newReceiverKeyFrameGap`).
+    /// New receivers start on the main encoding.
     func receiverStarted() {
-        newReceiverWaiting = true
+        main.keyFrameSoon = true
     }
 
-    private var newReceiverWaiting = false
-    private var lastNewReceiverKeyFrame: Instant?
     static let newReceiverKeyFrameGap: Duration = .milliseconds(100)
 
-    /// Whether the tick at `now` encodes a key frame: a new receiver's (soon), or a paced request's.
-    private func keyFrameDue(now: Instant) -> Bool {
-        if newReceiverWaiting, lastNewReceiverKeyFrame.map({ now - $0 >= Self.newReceiverKeyFrameGap }) ?? true {
-            newReceiverWaiting = false
-            lastNewReceiverKeyFrame = now
-            pacer.keyFrameEncoded(now: now)  // it answers the requests held until now too
-            return true
-        }
-        return pacer.pollKeyFrame(now: now)
-    }
-
-    /// Key frames asked of the encoder after pacing.
-    var keyFramesRequested: Int64 { pacer.keyFramesRequested }
+    /// Key frames asked of the main encoder after pacing.
+    var keyFramesRequested: Int64 { main.pacer.keyFramesRequested }
 
     // MARK: The tick
 
-    /// One tick: draw for the deadline and hand the picture to the encoder thread (only when
-    /// someone can receive it, or a recording takes it).
+    /// One tick: draw for the deadline and hand the picture to the encoder threads (only when
+    /// someone can receive it, or a recording takes it). Receivers whose wanted encoding
+    /// differs from the one they get ask that encoding for a key frame: they switch at it.
     private func fire(deadline: Instant) {
         let now = loop.clock.now()
         for session in sessions { session.abandonStalledVideo(now: now) }
-        let anyReceiver = sessions.contains(where: \.receivesVideoNow)
-        if anyReceiver || isRecorded {
+        let receivers = sessions.filter(\.receivesVideoNow)
+        if !receivers.isEmpty || isRecorded {
             compositor.tick(now: deadline)
         }
-        if anyReceiver {
-            if let picture = compositor.outputTrack?.latestFrame(now: deadline) {
-                let keyFrame = keyFrameDue(now: deadline)
-                encoder().submit(.init(picture: picture, keyFrame: keyFrame))
+        guard !receivers.isEmpty, let picture = compositor.outputTrack?.latestFrame(now: deadline) else { return }
+        let lowNeeded = receivers.contains { $0.wantedVideoEncoding == .low || $0.videoEncoding == .low }
+        if lowNeeded, low == nil {
+            // A fresh encoder's first frame is a key frame: the switchers need nothing more.
+            low = Encoding(kind: .low, size: VideoSize(width: defaults.lowWidth, height: defaults.lowHeight), bitrate: defaults.lowBitrate)
+        } else if !lowNeeded {
+            stopLowEncoding()
+        }
+        for session in receivers {
+            if session.wantedVideoEncoding == session.videoEncoding {
+                session.videoSwitchRequested = false  // changed its mind, or switched
+            } else if !session.videoSwitchRequested {
+                session.videoSwitchRequested = true
+                encoding(session.wantedVideoEncoding).keyFrameSoon = true
             }
+        }
+        if timestampEpoch == nil { timestampEpoch = picture.timestamp }
+        for encoding in [main, low].compactMap({ $0 }) {
+            let keyFrame = encoding.keyFrameDue(now: deadline)
+            encoder(for: encoding).submit(.init(picture: picture, keyFrame: keyFrame))
         }
     }
 
-    /// The encoder thread, started with the first picture. Its callback holds the room weakly
-    /// (the room holds the worker) and runs the sending on the loop.
-    private func encoder() -> VideoEncodeWorker {
-        if let worker { return worker }
+    /// Stops the lower encoding's thread (nobody gets it); its frame count is kept for metrics.
+    private func stopLowEncoding() {
+        guard let low else { return }
+        if let worker = low.worker {
+            retiredLowFramesEncoded += worker.statistics.framesEncoded
+            worker.stop()
+        }
+        self.low = nil
+    }
+
+    /// The encoding's thread, started with its first picture. Its callback holds the room weakly
+    /// (the room holds the worker) and runs the sending on the loop. The lower encoding's thread
+    /// scales the composite itself (once per picture, off the loop).
+    private func encoder(for encoding: Encoding) -> VideoEncodeWorker {
+        if let worker = encoding.worker { return worker }
         let target = WeakRoomVideo(self)
         let loop = self.loop
-        let configuration = VP8Encoder.Configuration(width: compositor.resolutionSize.width, height: compositor.resolutionSize.height,
-                                                     framesPerSecond: compositor.fps, bitrate: defaults.bitrate)
-        let worker = VideoEncodeWorker(name: "tessera-video", configuration: configuration) { frames in
-            loop.execute { target.room?.send(frames) }
+        let size = encoding.size ?? compositor.resolutionSize
+        let configuration = VP8Encoder.Configuration(width: size.width, height: size.height,
+                                                     framesPerSecond: compositor.fps, bitrate: encoding.bitrate)
+        let kind = encoding.kind
+        let worker = VideoEncodeWorker(name: "tessera-video-\(kind.rawValue)", configuration: configuration, scaledTo: encoding.size) {
+            frames in loop.execute { target.room?.send(frames, from: kind) }
         }
-        self.worker = worker
+        encoding.worker = worker
         return worker
     }
 
-    /// Sends encoded frames (back on the loop) to everyone who receives video.
-    private func send(_ frames: [EncodedVideoFrame]) {
-        guard worker != nil else { return }  // stopped meanwhile
-        for frame in frames {
-            if packetizer == nil {
-                packetizer = VideoSender(payloadType: PayloadType(rawValue: 96), ssrc: Self.pacerSSRC)
+    /// Sends encoded frames of one encoding (back on the loop) to everyone who gets it; a
+    /// receiver waiting to switch to it switches at its key frame (the same SSRC and sequence
+    /// numbering for the receiver, and the shared timestamp clock, so the switch is seamless).
+    private func send(_ frames: [EncodedVideoFrame], from kind: Encoding.Kind) {
+        let encoding = kind == .main ? main : low
+        guard let encoding, encoding.worker != nil, let epoch = timestampEpoch else { return }  // stopped meanwhile
+        for var frame in frames {
+            let since = max(.zero, frame.captureTime - epoch).nanosecondsClamped
+            frame.rtpTimestamp = UInt32(truncatingIfNeeded: since / 1_000_000_000 * 90_000 + since % 1_000_000_000 * 90_000 / 1_000_000_000)
+            if encoding.packetizer == nil {
+                encoding.packetizer = VideoSender(payloadType: PayloadType(rawValue: 96), ssrc: Self.pacerSSRC, timestampOffset: timestampOffset)
             }
-            guard let packets = packetizer?.packetize(frame), !packets.isEmpty else { continue }
+            guard let packets = encoding.packetizer?.packetize(frame), !packets.isEmpty else { continue }
             var sent = false
-            for session in sessions where session.sendVideo(packets) { sent = true }
+            for session in sessions {
+                if frame.isKeyFrame, session.videoEncoding != kind, session.wantedVideoEncoding == kind {
+                    session.videoEncoding = kind
+                }
+                if session.videoEncoding == kind, session.sendVideo(packets) { sent = true }
+            }
             if sent {
                 framesSent += 1
                 sessions.first?.port.flush()
@@ -307,9 +403,11 @@ final class VideoEncodeWorker: @unchecked Sendable {
     private var stopping = false
     private var counters = Statistics()
 
-    /// Starts the thread. `deliver` gets each picture's encoded frames (usually one).
-    init(name: String, configuration: VP8Encoder.Configuration, deliver: @escaping @Sendable ([EncodedVideoFrame]) -> Void) {
-        let thread = Thread { [self] in run(configuration: configuration, deliver: deliver) }
+    /// Starts the thread. `deliver` gets each picture's encoded frames (usually one). With
+    /// `scaledTo`, pictures of another size are scaled to it on the thread before encoding.
+    init(name: String, configuration: VP8Encoder.Configuration, scaledTo size: VideoSize? = nil,
+         deliver: @escaping @Sendable ([EncodedVideoFrame]) -> Void) {
+        let thread = Thread { [self] in run(configuration: configuration, size: size, deliver: deliver) }
         thread.name = String(name.prefix(15))
         thread.start()
     }
@@ -339,7 +437,7 @@ final class VideoEncodeWorker: @unchecked Sendable {
         }
     }
 
-    private func run(configuration: VP8Encoder.Configuration, deliver: @Sendable ([EncodedVideoFrame]) -> Void) {
+    private func run(configuration: VP8Encoder.Configuration, size: VideoSize?, deliver: @Sendable ([EncodedVideoFrame]) -> Void) {
         var encoder: VP8Encoder?
         let clock = ContinuousClock()
         while true {
@@ -355,7 +453,8 @@ final class VideoEncodeWorker: @unchecked Sendable {
             guard let encoder else { continue }
             if job.keyFrame { encoder.requestKeyFrame() }
             let began = clock.now
-            let frames = (try? encoder.encode(job.picture)) ?? []
+            let picture = size.map { job.picture.scaled(width: $0.width, height: $0.height) } ?? job.picture
+            let frames = (try? encoder.encode(picture)) ?? []
             let elapsed = clock.now - began
             condition.withLock {
                 counters.framesEncoded += 1

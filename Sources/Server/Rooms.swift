@@ -54,6 +54,17 @@ final class ParticipantSession: PeerEventSink {
     private var videoOut: (ssrc: SSRC, payloadType: PayloadType, sequenceNumber: UInt16)?
     /// The room's video, which takes this participant's key frame requests.
     weak var video: RoomVideo?
+    /// Whether its bandwidth estimate calls for the room's lower encoding; nil when the host
+    /// sends it no video.
+    private var bandwidth: LowBandwidthDetector?
+    /// The composite encoding it is sent now; `RoomVideo` changes it at a key frame of the other.
+    var videoEncoding: RoomVideo.Encoding.Kind = .main
+    /// Whether a key frame of `wantedVideoEncoding` was asked for its switch (asked once).
+    var videoSwitchRequested = false
+    /// The encoding it should be sent, from its bandwidth estimate (with hysteresis).
+    var wantedVideoEncoding: RoomVideo.Encoding.Kind { bandwidth?.isLow == true ? .low : .main }
+    /// Its bandwidth estimate (bits/s), for tests and logs; nil when it receives no video.
+    func bandwidthEstimate(now: Instant) -> Int? { bandwidth?.estimate.estimate(now: now).bitsPerSecond }
     private var peerID: MediaPort.PeerID?
     private var inbound: InboundSections
     private var receiver: PeerReceiver
@@ -96,6 +107,7 @@ final class ParticipantSession: PeerEventSink {
             let section = inbound[index]
             return section.hostSender.map { (SSRC(rawValue: $0.ssrc), section.codecPayloadType, UInt16.random(in: 0...UInt16.max)) }
         }
+        bandwidth = videoOut.map { LowBandwidthDetector(hostVideo: $0.ssrc) }
         let sender = negotiated.media.compactMap(\.hostSender).first
         receiver = PeerReceiver(localSSRC: SSRC(rawValue: sender?.ssrc ?? UInt32.random(in: 1...UInt32.max)),
                                 cname: sender?.cname ?? "tessera", reducedSize: negotiated.media.allSatisfy(\.reducedSizeRTCP),
@@ -145,6 +157,7 @@ final class ParticipantSession: PeerEventSink {
         case .rtcp(let bytes):
             guard let packets = try? RTCPPacket.parseCompound(bytes) else { return }
             receiver.receiveRTCP(packets, now: now)
+            bandwidth?.receive(packets, now: now)
             takeKeyFrameRequests(packets)
         case .failed(let failure):
             end(reason: failure == .consentLost ? "consent lost" : "transport failed")
@@ -238,16 +251,17 @@ final class ParticipantSession: PeerEventSink {
         return true
     }
 
-    /// PLI and FIR about the host's video SSRC for this participant go to the room's pacer.
+    /// PLI and FIR about the host's video SSRC for this participant go to the room's pacer of
+    /// the encoding it is sent now.
     private func takeKeyFrameRequests(_ packets: [RTCPPacket]) {
         guard let out = videoOut, let video else { return }
         for packet in packets {
             switch packet {
             case .pictureLossIndication(let pli) where pli.mediaSSRC == out.ssrc:
-                video.pictureLossIndicated(by: pli.senderSSRC)
+                video.pictureLossIndicated(by: pli.senderSSRC, encoding: videoEncoding)
             case .fullIntraRequest(let fir):
                 for entry in fir.entries where entry.ssrc == out.ssrc {
-                    video.fullIntraRequested(by: fir.senderSSRC, sequenceNumber: entry.sequenceNumber)
+                    video.fullIntraRequested(by: fir.senderSSRC, sequenceNumber: entry.sequenceNumber, encoding: videoEncoding)
                 }
             default:
                 break
