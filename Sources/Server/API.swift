@@ -534,12 +534,18 @@ public final class HostAPI: Sendable {
             let lowFramesEncoded = rooms.value.video.values.reduce(0) { $0 + $1.lowFramesEncoded }
             let everyone = rooms.value.rooms.values.flatMap(\.values)
             let lost = everyone.reduce(Int64(0)) { $0 + $1.packetsLost }
+            let nacks = everyone.reduce(0) { $0 + $1.nacksSent }
+            let keyFrameRequests = everyone.reduce(0) { $0 + $1.keyFrameRequestsSent }
             let audioResets = rooms.value.audio.values.reduce(0) { $0 + $1.scheduleResets }
             let videoResets = rooms.value.video.values.reduce(0) { $0 + $1.scheduleResets }
             return [
                 "# HELP tessera_packets_lost Packets participants sent that did not arrive (open rooms, RFC 3550 A.3).",
                 "# TYPE tessera_packets_lost gauge",
                 "tessera_packets_lost \(lost)",
+                "# HELP tessera_feedback_sent RTCP feedback the host sent participants of the open rooms.",
+                "# TYPE tessera_feedback_sent gauge",
+                "tessera_feedback_sent{type=\"nack\"} \(nacks)",
+                "tessera_feedback_sent{type=\"pli\"} \(keyFrameRequests)",
                 "# HELP tessera_tick_late Media ticks that came over their lateness bound and restarted their schedule.",
                 "# TYPE tessera_tick_late gauge",
                 "tessera_tick_late{media=\"audio\"} \(audioResets)",

@@ -70,6 +70,9 @@ final class ParticipantSession: PeerEventSink {
     private var receiver: PeerReceiver
     /// Packets the participant sent that never arrived (RFC 3550 A.3, over its sources).
     var packetsLost: Int64 { receiver.statistics.reduce(0) { $0 + $1.cumulativeLost } }
+    /// NACKs and keyframe requests the host sent this participant.
+    var nacksSent: Int { receiver.nacksSent }
+    var keyFrameRequestsSent: Int { receiver.keyFrameRequestsSent }
     private var timer: EventLoop.TimerToken?
     private var timerDeadline: Instant?
     /// Sections (by index) whose first media has arrived: their track is published.

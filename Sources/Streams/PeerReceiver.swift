@@ -116,11 +116,23 @@ public struct PeerReceiver: Sendable {
         streams[index].keyFrameReceived()
     }
 
+    /// Generic NACK packets sent (each may name several lost packets).
+    public private(set) var nacksSent = 0
+    /// Keyframe requests sent (PLI or FIR).
+    public private(set) var keyFrameRequestsSent = 0
+
     /// The compound packets to send now, serialized: feedback that is due, and the regular report
     /// when due.
     public mutating func pollRTCP(now: Instant) -> [[UInt8]] {
         var feedback: [RTCPPacket] = []
         for index in streams.indices { feedback += streams[index].pollFeedback(now: now) }
+        for packet in feedback {
+            switch packet {
+            case .nack: nacksSent += 1
+            case .pictureLossIndication, .fullIntraRequest: keyFrameRequestsSent += 1
+            default: break
+            }
+        }
         if scheduler.isDue(now: now) {
             var reports: [ReceptionReport] = []
             for index in streams.indices {

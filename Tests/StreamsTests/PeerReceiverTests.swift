@@ -35,6 +35,7 @@ import Wire
             }
         }
         #expect(nacked == [5, 6])
+        #expect(receiver.nacksSent >= 1, "counted for /metrics")
     }
 
     @Test func aRetransmissionComesOutAsTheOriginalPacket() throws {
