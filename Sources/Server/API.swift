@@ -535,6 +535,9 @@ public final class HostAPI: Sendable {
             let everyone = rooms.value.rooms.values.flatMap(\.values)
             let lost = everyone.reduce(Int64(0)) { $0 + $1.packetsLost }
             let nacks = everyone.reduce(0) { $0 + $1.nacksSent }
+            let decodeSeconds = everyone.reduce(0.0) { $0 + Double($1.decodeTime.nanosecondsClamped) / 1e9 }
+            let composed = rooms.value.video.values.reduce(0) { $0 + $1.framesComposed }
+            let composeSeconds = rooms.value.video.values.reduce(0.0) { $0 + Double($1.composeTime.nanosecondsClamped) / 1e9 }
             let keyFrameRequests = everyone.reduce(0) { $0 + $1.keyFrameRequestsSent }
             let audioResets = rooms.value.audio.values.reduce(0) { $0 + $1.scheduleResets }
             let videoResets = rooms.value.video.values.reduce(0) { $0 + $1.scheduleResets }
@@ -546,6 +549,15 @@ public final class HostAPI: Sendable {
                 "# TYPE tessera_feedback_sent gauge",
                 "tessera_feedback_sent{type=\"nack\"} \(nacks)",
                 "tessera_feedback_sent{type=\"pli\"} \(keyFrameRequests)",
+                "# HELP tessera_video_decode_seconds Time spent decoding the open rooms' cameras.",
+                "# TYPE tessera_video_decode_seconds gauge",
+                "tessera_video_decode_seconds \(decodeSeconds)",
+                "# HELP tessera_video_frames_composed Composite pictures drawn in the open rooms.",
+                "# TYPE tessera_video_frames_composed gauge",
+                "tessera_video_frames_composed \(composed)",
+                "# HELP tessera_video_compose_seconds Time spent drawing them (per frame: divide by frames composed).",
+                "# TYPE tessera_video_compose_seconds gauge",
+                "tessera_video_compose_seconds \(composeSeconds)",
                 "# HELP tessera_tick_late Media ticks that came over their lateness bound and restarted their schedule.",
                 "# TYPE tessera_tick_late gauge",
                 "tessera_tick_late{media=\"audio\"} \(audioResets)",

@@ -130,6 +130,9 @@ final class RoomVideo {
     }
 
     var isRunning: Bool { tick?.isRunning ?? false }
+    /// Pictures drawn, and the time drawing took (the shell measures it: the compositor reads no clock).
+    private(set) var framesComposed = 0
+    private(set) var composeTime = Duration.zero
     /// A recording takes the composite: it is drawn even when no participant receives video.
     var isRecorded = false
     /// The encoder thread's counters; nil before the first picture was encoded.
@@ -280,7 +283,10 @@ final class RoomVideo {
         for session in sessions { session.abandonStalledVideo(now: now) }
         let receivers = sessions.filter(\.receivesVideoNow)
         if !receivers.isEmpty || isRecorded {
+            let began = ContinuousClock.now
             compositor.tick(now: deadline)
+            composeTime += ContinuousClock.now - began
+            framesComposed += 1
         }
         guard !receivers.isEmpty, let picture = compositor.outputTrack?.latestFrame(now: deadline) else { return }
         let lowNeeded = receivers.contains { $0.wantedVideoEncoding == .low || $0.videoEncoding == .low }

@@ -70,6 +70,8 @@ final class ParticipantSession: PeerEventSink {
     private var receiver: PeerReceiver
     /// Packets the participant sent that never arrived (RFC 3550 A.3, over its sources).
     var packetsLost: Int64 { receiver.statistics.reduce(0) { $0 + $1.cumulativeLost } }
+    /// Time spent assembling and decoding this participant's camera.
+    private(set) var decodeTime = Duration.zero
     /// NACKs and keyframe requests the host sent this participant.
     var nacksSent: Int { receiver.nacksSent }
     var keyFrameRequestsSent: Int { receiver.keyFrameRequestsSent }
@@ -184,7 +186,10 @@ final class ParticipantSession: PeerEventSink {
             if index == videoSection, let videoReceiver {
                 cameraSSRC = media.ssrc
                 let wasWaiting = videoReceiver.isWaitingForKeyFrame
-                take(videoReceiver.receive(media, now: now), now: now, wasWaiting: wasWaiting)
+                let began = ContinuousClock.now
+                let pictures = videoReceiver.receive(media, now: now)
+                decodeTime += ContinuousClock.now - began
+                take(pictures, now: now, wasWaiting: wasWaiting)
             }
             if published.insert(index).inserted {
                 events.publish(RoomEvent(.trackPublished, room: room, participant: id, identity: identity, source: source(of: index)))
