@@ -5,19 +5,26 @@
 
 enum { TESSERA_MAX_BATCH = 64 };
 
+/// Points each message header at its slot's buffer and address: to fill (`receiving`: the
+/// whole capacity, room for any address) or to send (the length and address given).
+static void tessera_prepare(struct mmsghdr *messages, struct iovec *vectors, const struct tessera_datagram *datagrams,
+                            unsigned int count, int receiving) {
+    memset(messages, 0, sizeof(struct mmsghdr) * count);
+    for (unsigned int i = 0; i < count; i++) {
+        vectors[i].iov_base = datagrams[i].buffer;
+        vectors[i].iov_len = receiving ? datagrams[i].capacity : datagrams[i].length;
+        messages[i].msg_hdr.msg_iov = &vectors[i];
+        messages[i].msg_hdr.msg_iovlen = 1;
+        messages[i].msg_hdr.msg_name = (void *)&datagrams[i].address;
+        messages[i].msg_hdr.msg_namelen = receiving ? sizeof(struct sockaddr_storage) : datagrams[i].address_length;
+    }
+}
+
 int tessera_recv_datagrams(int fd, struct tessera_datagram *datagrams, unsigned int count) {
     if (count > TESSERA_MAX_BATCH) count = TESSERA_MAX_BATCH;
     struct mmsghdr messages[TESSERA_MAX_BATCH];
     struct iovec vectors[TESSERA_MAX_BATCH];
-    memset(messages, 0, sizeof(struct mmsghdr) * count);
-    for (unsigned int i = 0; i < count; i++) {
-        vectors[i].iov_base = datagrams[i].buffer;
-        vectors[i].iov_len = datagrams[i].capacity;
-        messages[i].msg_hdr.msg_iov = &vectors[i];
-        messages[i].msg_hdr.msg_iovlen = 1;
-        messages[i].msg_hdr.msg_name = &datagrams[i].address;
-        messages[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_storage);
-    }
+    tessera_prepare(messages, vectors, datagrams, count, 1);
     int received = recvmmsg(fd, messages, count, MSG_DONTWAIT, NULL);
     for (int i = 0; i < received; i++) {
         datagrams[i].length = messages[i].msg_len;
@@ -31,14 +38,6 @@ int tessera_send_datagrams(int fd, const struct tessera_datagram *datagrams, uns
     if (count > TESSERA_MAX_BATCH) count = TESSERA_MAX_BATCH;
     struct mmsghdr messages[TESSERA_MAX_BATCH];
     struct iovec vectors[TESSERA_MAX_BATCH];
-    memset(messages, 0, sizeof(struct mmsghdr) * count);
-    for (unsigned int i = 0; i < count; i++) {
-        vectors[i].iov_base = datagrams[i].buffer;
-        vectors[i].iov_len = datagrams[i].length;
-        messages[i].msg_hdr.msg_iov = &vectors[i];
-        messages[i].msg_hdr.msg_iovlen = 1;
-        messages[i].msg_hdr.msg_name = (void *)&datagrams[i].address;
-        messages[i].msg_hdr.msg_namelen = datagrams[i].address_length;
-    }
+    tessera_prepare(messages, vectors, datagrams, count, 0);
     return sendmmsg(fd, messages, count, MSG_DONTWAIT);
 }

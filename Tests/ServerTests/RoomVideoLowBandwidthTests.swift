@@ -7,102 +7,6 @@ import Transport
 import Wire
 @testable import Server
 
-/// One participant of the low bandwidth test: sends VP8 pictures of its colour, decodes the
-/// composite the host sends on its video SSRC, and can report loss about that SSRC.
-private final class LowBandwidthParticipant {
-    let name: String
-    let client: EchoLoopbackClient
-    let colour: YUVColor
-    let encoder: VP8Encoder
-    var sender: VideoSender
-    let receiver: VideoReceiver
-    let hostVideo: UInt32
-    /// The last composite picture decoded.
-    private(set) var latest: I420Frame?
-    private(set) var picturesDecoded = 0
-    private var consumed = 0
-    private var rtcpSeen = 0
-    private var keyFrameWanted = false
-    /// Loss (1/256 units) reported about the host video SSRC in an RR every `reportInterval`;
-    /// nil sends none.
-    var reportedLoss: UInt8?
-    private var lastReport: Instant?
-    static let reportInterval: Duration = .milliseconds(200)
-
-    init(name: String, client: EchoLoopbackClient, colour: YUVColor) throws {
-        self.name = name
-        self.client = client
-        self.colour = colour
-        encoder = try VP8Encoder(.init(width: 320, height: 180, framesPerSecond: 15, bitrate: 300_000, cpuUsed: -8))
-        sender = try #require(VideoSender(payloadType: PayloadType(client.video.payloadType), ssrc: SSRC(client.video.ssrc)))
-        receiver = try VideoReceiver()
-        hostVideo = try #require(client.answer?.hostSSRCs[client.video.mid])
-        receiver.onKeyFrameNeeded = { [unowned self] in keyFrameWanted = true }
-    }
-
-    /// Encodes and sends one picture of the participant's colour (a key frame if the host asked),
-    /// and its loss report when one is due.
-    func sendFrame() throws {
-        for packet in client.rtcp[rtcpSeen...] {
-            let packets = (try? RTCPPacket.parseCompound(packet)) ?? []
-            for case .pictureLossIndication(let pli) in packets where pli.mediaSSRC.rawValue == client.video.ssrc {
-                encoder.requestKeyFrame()
-            }
-        }
-        rtcpSeen = client.rtcp.count
-        let now = client.clock.now()
-        let picture = I420Frame(width: 320, height: 180, color: colour, timestamp: now)
-        for frame in try encoder.encode(picture) {
-            for var packet in sender.packetize(frame) {
-                packet.extensions = client.midExtension(client.video.mid)
-                client.send(packet)
-            }
-        }
-        if let reportedLoss, lastReport.map({ now - $0 >= Self.reportInterval }) ?? true {
-            lastReport = now
-            let block = ReceptionReport(ssrc: SSRC(hostVideo), fractionLost: reportedLoss)
-            client.sendRTCP(try RTCPPacket.serializeCompound([.receiverReport(ReceiverReport(ssrc: SSRC(client.video.ssrc), reports: [block]))]))
-        }
-    }
-
-    /// Decodes what arrived of the composite; asks the host for a key frame when the decoder
-    /// needs one.
-    func decodeArrivals() throws {
-        let now = client.clock.now()
-        let arrived = client.echoes[consumed...]
-        consumed = client.echoes.count
-        for packet in arrived where packet.ssrc.rawValue == hostVideo {
-            for picture in receiver.receive(packet, now: now) {
-                latest = picture
-                picturesDecoded += 1
-            }
-        }
-        if keyFrameWanted {
-            keyFrameWanted = false
-            let me = SSRC(client.video.ssrc)
-            client.sendRTCP(try RTCPPacket.serializeCompound([
-                .receiverReport(ReceiverReport(ssrc: me)),
-                .pictureLossIndication(PictureLossIndication(senderSSRC: me, mediaSSRC: SSRC(hostVideo))),
-            ]))
-        }
-    }
-
-    /// Whether the latest composite is `width` wide and shows `expected` colours at their points.
-    func shows(width: Int, _ expected: [(x: Double, y: Double, colour: YUVColor)]) -> Bool {
-        guard let latest, latest.width == width else { return false }
-        return expected.allSatisfy { point in
-            let pixel = latest.pixel(x: min(latest.width - 1, Int(point.x * Double(latest.width))),
-                                     y: min(latest.height - 1, Int(point.y * Double(latest.height))))
-            return pixel.isClose(to: point.colour, tolerance: 24)
-        }
-    }
-
-    var describe: String {
-        "\(name): \(picturesDecoded) pictures, latest \(latest.map { "\($0.width)x\($0.height)" } ?? "none"), "
-            + "\(receiver.statistics.keyFramesDecoded) key frames, \(receiver.statistics.decodeErrors) decode errors"
-    }
-}
-
 /// The lower encoding end to end over loopback: two participants send their colours; b reports
 /// 30 % loss about its host video SSRC, its bandwidth estimate falls under the threshold, and b
 /// gets the composite from the lower encoding while a keeps the canvas size; both still see
@@ -111,7 +15,7 @@ private final class LowBandwidthParticipant {
 @Suite struct RoomVideoLowBandwidthTests {
     /// Sends pictures at 15 fps from both and decodes until `done` holds or `timeout` passes;
     /// the time it took, or nil.
-    private func run(_ participants: [LowBandwidthParticipant], timeout: Duration, minimum: Duration = .zero,
+    private func run(_ participants: [VideoParticipant], timeout: Duration, minimum: Duration = .zero,
                      until done: () -> Bool) throws -> Duration? {
         let clock = MonotonicClock()
         let start = clock.now()
@@ -147,11 +51,11 @@ private final class LowBandwidthParticipant {
         let port = host.http.address.port
         let clock = MonotonicClock()
         let began = clock.now()
-        var participants: [LowBandwidthParticipant] = []
+        var participants: [VideoParticipant] = []
         for (name, colour) in [("a", YUVColor(red: 220, green: 30, blue: 30)), ("b", YUVColor(red: 30, green: 200, blue: 30))] {
             let client = try EchoLoopbackClient(httpPort: port, name: name)
             try client.connect(timeout: .seconds(3), path: "/v1/rooms/lb/participants?identity=\(name)")
-            participants.append(try LowBandwidthParticipant(name: name, client: client, colour: colour))
+            participants.append(try VideoParticipant(name: name, client: client, colour: colour))
         }
         let (a, b) = (participants[0], participants[1])
         let grid = [(x: 0.25, y: 0.5, colour: a.colour), (x: 0.75, y: 0.5, colour: b.colour)]
@@ -160,7 +64,7 @@ private final class LowBandwidthParticipant {
         let fullTime = try run(participants, timeout: .seconds(3), minimum: .milliseconds(500)) {
             a.shows(width: 640, grid) && b.shows(width: 640, grid)
         }
-        #expect(fullTime != nil, "full size: \(a.describe); \(b.describe)")
+        #expect(fullTime != nil, "full size: \(a.summary); \(b.summary)")
 
         // b reports 30 % loss every 200 ms: its estimate (1 Mbit/s at first, 15 % less per
         // 300 ms) goes under 700 kbit/s within a second, and it switches to the lower encoding.
@@ -168,9 +72,9 @@ private final class LowBandwidthParticipant {
         let lowTime = try run(participants, timeout: .seconds(4), minimum: .milliseconds(300)) {
             b.shows(width: 320, grid) && a.shows(width: 640, grid)
         }
-        #expect(lowTime != nil, "b low: \(a.describe); \(b.describe)")
+        #expect(lowTime != nil, "b low: \(a.summary); \(b.summary)")
         for participant in participants {
-            #expect(participant.receiver.statistics.decodeErrors == 0, "\(participant.describe)")
+            #expect(participant.receiver.statistics.decodeErrors == 0, "\(participant.summary)")
         }
 
         let metrics = try HTTPTestClient(port: port).send("GET", "/metrics").text
@@ -179,7 +83,7 @@ private final class LowBandwidthParticipant {
         for participant in participants { #expect(try participant.client.delete() == 204) }
         let total = Double((clock.now() - began).nanosecondsClamped) / 1e9
         print("RoomVideoLowBandwidth: full \(fullTime.map { "\($0)" } ?? "timed out"), low \(lowTime.map { "\($0)" } ?? "timed out"); "
-              + "\(a.describe); \(b.describe); whole test \(String(format: "%.2f", total)) s")
+              + "\(a.summary); \(b.summary); whole test \(String(format: "%.2f", total)) s")
     }
 
     /// The detector's hysteresis on a manual clock: low under 700 kbit/s, back only above
