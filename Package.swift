@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // Tessera: a conference MCU host. One module per layer; a lower layer never imports a higher one:
-//   C* system libraries, Wire  <  RTP, SDP  <  Media  <  Streams, Transport, Compositing  <  Server  <  tessera
+//   C* system libraries, Wire  <  RTP, SDP  <  Media  <  Streams, Transport, Compositing  <  Sockets  <  Server, Load  <  tessera
 import PackageDescription
 
 /// A system-library target: a modulemap plus a shim header of `static inline` wrappers for the
@@ -43,10 +43,12 @@ let package = Package(
         .target(name: "Media", dependencies: ["Wire", "RTP", "CVPX", "COpus", "CYUV", "CAVFormat", "CFreeType"]),
         // Tracks, compositors, layout templates, recording: the seed's public API.
         .target(name: "Compositing", dependencies: ["Wire", "Media"]),
-        // Sockets, event loop, HTTP API, config.
-        .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Media", "Compositing", "CMicroHTTPD", "CLinux"],
+        // The socket boundary: an epoll event loop with deadlines, batched UDP sockets, media ticks.
+        .target(name: "Sockets", dependencies: ["Wire", "Transport", "CLinux"]),
+        // The host: rooms, mixes, the composite, the HTTP API, config.
+        .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Sockets", "Media", "Compositing", "CMicroHTTPD"],
                 resources: [.copy("Web")]),
-        .executableTarget(name: "tessera", dependencies: ["Server", "RTP", "SDP", "Transport", "Media", "Compositing"]),
+        .executableTarget(name: "tessera", dependencies: ["Server", "Sockets", "RTP", "SDP", "Transport", "Media", "Compositing"]),
 
         // Seeded mutation of valid messages, shared by every parser's robustness test.
         .target(name: "WireTesting", path: "Tests/WireTesting"),
@@ -57,7 +59,8 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["Transport", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "CompositingTests", dependencies: ["Compositing", "Media", "Wire", "WireTesting"]),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "Compositing", "WireTesting"]),
+        .testTarget(name: "SocketsTests", dependencies: ["Sockets", "Transport", "Wire"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Sockets", "Compositing", "WireTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import Sockets
 import Compositing
 import Foundation
 import SDP
@@ -627,13 +628,6 @@ struct HTTPResponseError: Error, Sendable {
         self.error = error
         self.detail = detail
     }
-}
-
-/// State that belongs to the media loop thread, carried through `Sendable` closures that run
-/// there. Only code running on that loop may touch `value`.
-final class LoopConfined<Value>: @unchecked Sendable {
-    var value: Value
-    init(_ value: Value) { self.value = value }
 }
 
 /// A running `tessera serve`: the HTTP API and the media port.

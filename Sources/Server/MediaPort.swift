@@ -1,3 +1,4 @@
+import Sockets
 import Transport
 import Wire
 

@@ -1,3 +1,4 @@
+import Sockets
 import Compositing
 import Foundation
 import Media

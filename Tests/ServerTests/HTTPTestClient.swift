@@ -1,3 +1,4 @@
+import Sockets
 import Foundation
 
 /// A plain HTTP/1.1 client over a blocking socket to 127.0.0.1, so the tests see exactly what a

@@ -1,3 +1,4 @@
+import Sockets
 import Foundation
 import Testing
 @testable import Server

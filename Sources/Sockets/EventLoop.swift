@@ -182,3 +182,10 @@ struct DeadlineHeap {
         }
     }
 }
+
+/// State that belongs to one loop's thread, carried through `Sendable` closures that run there.
+/// Only code running on that loop may touch `value`.
+public final class LoopConfined<Value>: @unchecked Sendable {
+    public var value: Value
+    public init(_ value: Value) { self.value = value }
+}

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import Wire
-@testable import Server
+@testable import Sockets
 
 @Suite struct EventLoopTests {
     @Test func deadlineHeapPopsInDeadlineThenSchedulingOrder() {

@@ -1,6 +1,6 @@
 import Testing
 import Transport
-@testable import Server
+@testable import Sockets
 
 @Suite struct UDPSocketTests {
     @Test func datagramsCrossLoopbackInBatchesWithTheirSource() throws {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import Wire
-@testable import Server
+@testable import Sockets
 
 @Suite struct MediaTickTests {
     /// Runs `body` on the loop thread (overdue timers run first) and waits for it.

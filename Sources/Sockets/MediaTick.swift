@@ -4,7 +4,7 @@ import Wire
 /// one plus the interval (not "now plus the interval", so lateness does not accumulate and the
 /// media timestamps stay regular). A tick later than `maximumLateness` restarts the schedule
 /// from now, counted in `resets`, rather than catching up with a burst.
-final class MediaTick {
+public final class MediaTick {
     private let loop: EventLoop
     private let interval: () -> Duration
     private let maximumLateness: Duration
@@ -12,24 +12,24 @@ final class MediaTick {
     private var timer: EventLoop.TimerToken?
     private var deadline: Instant?
     /// Ticks that came over `maximumLateness` late.
-    private(set) var resets = 0
+    public private(set) var resets = 0
 
     /// `interval` is asked at each tick (a video template can change the frame rate).
-    init(loop: EventLoop, interval: @escaping () -> Duration, maximumLateness: Duration, action: @escaping (Instant) -> Void) {
+    public init(loop: EventLoop, interval: @escaping () -> Duration, maximumLateness: Duration, action: @escaping (Instant) -> Void) {
         self.loop = loop
         self.interval = interval
         self.maximumLateness = maximumLateness
         self.action = action
     }
 
-    var isRunning: Bool { timer != nil }
+    public var isRunning: Bool { timer != nil }
 
-    func start() {
+    public func start() {
         guard timer == nil else { return }
         schedule(loop.clock.now() + interval())
     }
 
-    func stop() {
+    public func stop() {
         if let timer { loop.cancel(timer) }
         timer = nil
         deadline = nil

@@ -72,7 +72,7 @@ extension TransportAddress {
     }
 
     /// Writes this address as a `sockaddr_in` or `sockaddr_in6`; returns its length.
-    func store(into storage: inout sockaddr_storage) -> socklen_t {
+    public func store(into storage: inout sockaddr_storage) -> socklen_t {
         withUnsafeMutableBytes(of: &storage) { raw in
             if isIPv4 {
                 var address = sockaddr_in()
@@ -92,7 +92,7 @@ extension TransportAddress {
     }
 
     /// Calls `body` with this address as a socket address.
-    func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> R) rethrows -> R {
+    public func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> R) rethrows -> R {
         var storage = sockaddr_storage()
         let length = store(into: &storage)
         return try withUnsafePointer(to: &storage) { try $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { try body($0, length) } }
