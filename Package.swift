@@ -48,7 +48,9 @@ let package = Package(
         // The host: rooms, mixes, the composite, the HTTP API, config.
         .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Sockets", "Media", "Compositing", "CMicroHTTPD"],
                 resources: [.copy("Web")]),
-        .executableTarget(name: "tessera", dependencies: ["Server", "Sockets", "RTP", "SDP", "Transport", "Media", "Compositing"]),
+        // tessera load: synthetic participants in the client role, their checks and the report.
+        .target(name: "Load", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Sockets", "Media", "Compositing"]),
+        .executableTarget(name: "tessera", dependencies: ["Server", "Load", "Sockets", "RTP", "SDP", "Transport", "Media", "Compositing"]),
 
         // Seeded mutation of valid messages, shared by every parser's robustness test.
         .target(name: "WireTesting", path: "Tests/WireTesting"),
@@ -60,6 +62,7 @@ let package = Package(
         .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "CompositingTests", dependencies: ["Compositing", "Media", "Wire", "WireTesting"]),
         .testTarget(name: "SocketsTests", dependencies: ["Sockets", "Transport", "Wire"]),
+        .testTarget(name: "LoadTests", dependencies: ["Load", "Media", "Compositing", "WireTesting"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Sockets", "Compositing", "WireTesting"]),
     ],
     swiftLanguageModes: [.v6]

@@ -23,7 +23,7 @@ public final class HostAPI: Sendable {
     let recordingsFolder: String
 
     init(media: MediaHost, limits: HostConfig.Limits, secret: String?, video: HostConfig.Video = HostConfig.Video(),
-         recordingsFolder: String = "recordings") {
+         recordingsFolder: String = "recordings", faults: Set<HostConfig.Testing.Fault> = []) {
         self.media = media
         self.recordingsFolder = recordingsFolder
         self.secret = secret?.isEmpty == false ? secret : nil
@@ -36,7 +36,7 @@ public final class HostAPI: Sendable {
         self.page = page
         echoes = LoopConfined([:])
         rooms = LoopConfined(RoomDirectory(limits: .init(maxRooms: limits.maxRooms, maxParticipantsPerRoom: limits.maxParticipantsPerRoom),
-                                           video: video, events: events))
+                                           video: video, faults: faults, events: events))
     }
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
@@ -542,7 +542,14 @@ public final class HostAPI: Sendable {
             let keyFrameRequests = everyone.reduce(0) { $0 + $1.keyFrameRequestsSent }
             let audioResets = rooms.value.audio.values.reduce(0) { $0 + $1.scheduleResets }
             let videoResets = rooms.value.video.values.reduce(0) { $0 + $1.scheduleResets }
+            var usage = rusage()
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+            let cpuSeconds = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+                + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
             return [
+                "# HELP process_cpu_seconds_total User and system CPU time the host process has used.",
+                "# TYPE process_cpu_seconds_total counter",
+                "process_cpu_seconds_total \(cpuSeconds)",
                 "# HELP tessera_packets_lost Packets participants sent that did not arrive (open rooms, RFC 3550 A.3).",
                 "# TYPE tessera_packets_lost gauge",
                 "tessera_packets_lost \(lost)",
@@ -640,8 +647,11 @@ public final class ConferenceHost: Sendable {
     public init(config: HostConfig) throws {
         self.config = config
         media = try MediaHost(listen: TransportAddress(parsing: config.media.listen), announce: config.media.announce)
+        if !config.testing.faults.isEmpty {
+            FileHandle.standardError.write(Data("tessera: WARNING: deliberate faults for tests are on: \(config.testing.faults.map(\.rawValue).sorted())\n".utf8))
+        }
         let api = HostAPI(media: media, limits: config.limits, secret: config.auth.secret, video: config.video,
-                          recordingsFolder: config.recordings.folder)
+                          recordingsFolder: config.recordings.folder, faults: config.testing.faults)
         self.api = api
         let listen = try TransportAddress(parsing: config.http.listen)
         do {

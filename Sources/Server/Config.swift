@@ -57,12 +57,26 @@ public struct HostConfig: Sendable, Equatable {
         public init() {}
     }
 
+    /// Deliberate faults, for tests that show a checker (`tessera load`) catches a broken host.
+    /// Never set outside such a test.
+    public struct Testing: Sendable, Equatable {
+        public enum Fault: String, Sendable, Equatable, Codable, CaseIterable {
+            /// Every guest's mix holds its own voice too.
+            case ownVoiceInMix
+            /// Each camera is drawn in the next position's slot (the layout read back is unchanged).
+            case camerasInWrongSlots
+        }
+        public var faults: Set<Fault> = []
+        public init() {}
+    }
+
     public var http = HTTP()
     public var media = Media()
     public var auth = Auth()
     public var limits = Limits()
     public var recordings = Recordings()
     public var video = Video()
+    public var testing = Testing()
 
     public init() {}
 
@@ -133,7 +147,7 @@ public struct HostConfig: Sendable, Equatable {
 
 // Decoding keeps the default of every field the file leaves out.
 extension HostConfig: Codable {
-    enum CodingKeys: String, CodingKey { case http, media, auth, limits, recordings, video }
+    enum CodingKeys: String, CodingKey { case http, media, auth, limits, recordings, video, testing }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         http = try c.decodeIfPresent(HTTP.self, forKey: .http) ?? HTTP()
@@ -142,6 +156,14 @@ extension HostConfig: Codable {
         limits = try c.decodeIfPresent(Limits.self, forKey: .limits) ?? Limits()
         recordings = try c.decodeIfPresent(Recordings.self, forKey: .recordings) ?? Recordings()
         video = try c.decodeIfPresent(Video.self, forKey: .video) ?? Video()
+        testing = try c.decodeIfPresent(Testing.self, forKey: .testing) ?? Testing()
+    }
+}
+extension HostConfig.Testing: Codable {
+    enum CodingKeys: String, CodingKey { case faults }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        faults = try c.decodeIfPresent(Set<Fault>.self, forKey: .faults) ?? faults
     }
 }
 extension HostConfig.Video: Codable {

@@ -39,7 +39,7 @@ struct AudioRTPSender {
 /// started with the room's first participant and stopped when the room closes.
 final class RoomAudio {
     let room: String
-    let mixer = RoomAudioMixer<ObjectIdentifier>()
+    let mixer: RoomAudioMixer<ObjectIdentifier>
     private let loop: EventLoop
     private var sessions: [ObjectIdentifier: ParticipantSession] = [:]
     /// The room's video, told every tick's levels (its active speaker detector).
@@ -53,8 +53,10 @@ final class RoomAudio {
     /// The audio tick: one 20 ms frame per participant.
     static let tickInterval: Duration = .milliseconds(20)
 
-    init(room: String, loop: EventLoop) {
+    /// `returnsOwnVoice` is a deliberate fault for tests (`HostConfig.Testing`).
+    init(room: String, loop: EventLoop, returnsOwnVoice: Bool = false) {
         self.room = room
+        mixer = RoomAudioMixer(configuration: .init(returnsOwnVoice: returnsOwnVoice))
         self.loop = loop
         tick = MediaTick(loop: loop, interval: { Self.tickInterval }, maximumLateness: Self.maximumLateness) { [weak self] deadline in
             self?.fire(deadline: deadline)

@@ -35,13 +35,16 @@ public final class RoomAudioMixer<Member: Hashable> {
         /// How long a mix's encoder is kept after its last use: long enough that a pause between
         /// words does not restart the stream, short enough that a room's encoders follow who talks.
         public var encoderIdleTimeout: Duration
+        /// A deliberate fault for tests of checkers: a listener's mix holds its own voice too.
+        public var returnsOwnVoice: Bool
 
         /// The defaults above.
         public init(encoder: OpusEncoder.Configuration = .init(channels: 1, application: .voip, bitrate: 32_000, complexity: 5),
-                    speakingThreshold: Double = 100 * 100, encoderIdleTimeout: Duration = .seconds(2)) {
+                    speakingThreshold: Double = 100 * 100, encoderIdleTimeout: Duration = .seconds(2), returnsOwnVoice: Bool = false) {
             self.encoder = encoder
             self.speakingThreshold = speakingThreshold
             self.encoderIdleTimeout = encoderIdleTimeout
+            self.returnsOwnVoice = returnsOwnVoice
         }
     }
 
@@ -178,7 +181,7 @@ public final class RoomAudioMixer<Member: Hashable> {
             guard let entry = members[member], entry.listens else { continue }
             // Everyone sounding but the listener and those it chose not to hear.
             var left = entry.notHeard.intersection(sounding)
-            if sounding.contains(member) { left.insert(member) }
+            if sounding.contains(member) && !configuration.returnsOwnVoice { left.insert(member) }
             let key = sounding.subtracting(left)
             if let packet = encoded[key] {
                 packets[member] = packet

@@ -108,8 +108,12 @@ final class RoomVideo {
     /// A position's colour while its participant sends no picture.
     static let placeholderColor = YUVColor(y: 48, u: 128, v: 128)
 
-    init(room: String, loop: EventLoop, configuration: HostConfig.Video, events: RoomEventHub) {
+    /// A deliberate fault for tests of checkers: each camera drawn in the next position's slot.
+    private let camerasInWrongSlots: Bool
+
+    init(room: String, loop: EventLoop, configuration: HostConfig.Video, events: RoomEventHub, camerasInWrongSlots: Bool = false) {
         self.room = room
+        self.camerasInWrongSlots = camerasInWrongSlots
         self.loop = loop
         defaults = configuration
         self.events = events
@@ -213,8 +217,10 @@ final class RoomVideo {
     /// Resolves the current description to tracks and gives it to the compositor.
     private func applyLayout(publish: Bool) {
         let description = currentDescription
-        let positions = description.positions.map { position -> VideoTrackPositionInfo in
-            let session = sessions.first { $0.identity == position.participant }
+        let positions = description.positions.enumerated().map { index, position -> VideoTrackPositionInfo in
+            let shownParticipant = camerasInWrongSlots
+                ? description.positions[(index + 1) % description.positions.count].participant : position.participant
+            let session = sessions.first { $0.identity == shownParticipant }
             // A track nobody sends (a screen not shared) is a stand-in freed at once: the
             // position shows its placeholder.
             let track = position.source == .camera ? session?.cameraTrack : nil

@@ -347,11 +347,13 @@ final class RoomDirectory {
     /// Each open room's video: the compositor, its 1/fps tick and its encoder thread.
     private(set) var video: [String: RoomVideo] = [:]
     let videoConfiguration: HostConfig.Video
+    let faults: Set<HostConfig.Testing.Fault>
     let events: RoomEventHub
 
-    init(limits: Limits, video: HostConfig.Video = HostConfig.Video(), events: RoomEventHub) {
+    init(limits: Limits, video: HostConfig.Video = HostConfig.Video(), faults: Set<HostConfig.Testing.Fault> = [], events: RoomEventHub) {
         self.limits = limits
         videoConfiguration = video
+        self.faults = faults
         self.events = events
     }
 
@@ -368,11 +370,13 @@ final class RoomDirectory {
 
     func add(_ participant: ParticipantSession) {
         rooms[participant.room, default: [:]][participant.identity] = participant
-        let roomAudio = audio[participant.room] ?? RoomAudio(room: participant.room, loop: participant.port.loop)
+        let roomAudio = audio[participant.room] ?? RoomAudio(room: participant.room, loop: participant.port.loop,
+                                                                returnsOwnVoice: faults.contains(.ownVoiceInMix))
         audio[participant.room] = roomAudio
         roomAudio.add(participant)
         let roomVideo = video[participant.room]
-            ?? RoomVideo(room: participant.room, loop: participant.port.loop, configuration: videoConfiguration, events: events)
+            ?? RoomVideo(room: participant.room, loop: participant.port.loop, configuration: videoConfiguration, events: events,
+                         camerasInWrongSlots: faults.contains(.camerasInWrongSlots))
         video[participant.room] = roomVideo
         roomAudio.video = roomVideo
         roomVideo.add(participant)

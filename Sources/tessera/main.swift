@@ -1,12 +1,15 @@
 import Foundation
 import Compositing
 import Media
+import Load
 import Server
 import Transport
 
 /// `tessera SUBCOMMAND [options]`: the one executable of the project.
 let usage = """
     usage: tessera serve [--config Config/tessera.json]   run the host
+           tessera load [--url http://127.0.0.1:8080] [--room R] [--participants N] [--duration 30s] [...]
+                                                          synthetic participants load the host and check what they receive
            tessera token --room R --identity ID [--admin] [--ttl 1h] [--config FILE]
                                                           mint a join token from the config's auth.secret
            tessera compose --template T.json --out out.webm [--realtime] INPUT...
@@ -119,6 +122,37 @@ func compose(_ arguments: ArraySlice<String>) {
     }
 }
 
+func load(_ arguments: ArraySlice<String>) -> Never {
+    if arguments.contains("--help") || arguments.contains("-h") {
+        print(LoadOptions.usage)
+        exit(0)
+    }
+    let options: LoadOptions
+    do { options = try LoadOptions(arguments: Array(arguments)) } catch { fail("load: \(error.description)\n\(LoadOptions.usage)") }
+    let standardError = FileHandle.standardError
+    let live = isatty(2) == 1 && !options.quiet
+    let run = LoadRun(options: options, log: { standardError.write(Data(($0 + "\n").utf8)) }, progress: { line in
+        if options.quiet { return }
+        standardError.write(Data((live ? "\r\u{1B}[K" + line : line + "\n").utf8))
+    })
+    let report: LoadReport
+    do { report = try run.run() } catch { fail("load: \(error.description)", status: 1) }
+    if live { standardError.write(Data("\n".utf8)) }
+    print(report.table)
+    if let path = options.report {
+        do {
+            try report.json().write(to: URL(fileURLWithPath: path + ".json"))
+            try Data(report.html.utf8).write(to: URL(fileURLWithPath: path + ".html"))
+            print("report: \(path).json, \(path).html")
+        } catch {
+            fail("load: cannot write the report at \(path): \(error.localizedDescription)", status: 1)
+        }
+    }
+    for check in report.checks where !check.passed { print("load: FAILED \(check.name): \(check.detail)") }
+    print(report.passed ? "load: every check passed" : "load: \(report.checks.filter { !$0.passed }.count) checks failed")
+    exit(report.passed ? 0 : 1)
+}
+
 func printVersions() {
     for (name, version) in TransportLibraries.versions + MediaLibraries.versions + ServerLibraries.versions {
         print("\(name): \(version)")
@@ -130,6 +164,7 @@ switch arguments.popFirst() {
 case "serve": serve(arguments)
 case "bench": runBenchmarks(arguments)
 case "token": token(arguments)
+case "load": load(arguments)
 case "compose": compose(arguments)
 case "version", "--version": printVersions()
 case "-h", "--help", "help": print(usage)

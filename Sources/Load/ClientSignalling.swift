@@ -1,0 +1,190 @@
+import Foundation
+import SDP
+import Transport
+
+/// The offer a client of the host writes, and what it reads back from the answer: the
+/// signalling half of Tessera's stack in the client role (the load generator's participants and
+/// the tests' clients use it).
+public struct ClientOffer: Sendable {
+    /// One m= section: what the client sends on it.
+    public struct Section: Sendable {
+        public let mid: String
+        public let kind: MediaKind
+        public let payloadType: UInt8
+        public let encodingName: String
+        public let clockRate: UInt32
+        public let channels: UInt8?
+        /// The codec's a=fmtp parameters, if any.
+        public let formatParameters: String?
+        public let ssrc: UInt32
+        public let rtxPayloadType: UInt8?
+        public let rtxSSRC: UInt32?
+        public let direction: Direction
+
+        public init(mid: String, kind: MediaKind, payloadType: UInt8, encodingName: String, clockRate: UInt32, channels: UInt8?,
+                    formatParameters: String?, ssrc: UInt32, rtxPayloadType: UInt8? = nil, rtxSSRC: UInt32? = nil,
+                    direction: Direction = .sendrecv) {
+            self.mid = mid
+            self.kind = kind
+            self.payloadType = payloadType
+            self.encodingName = encodingName
+            self.clockRate = clockRate
+            self.channels = channels
+            self.formatParameters = formatParameters
+            self.ssrc = ssrc
+            self.rtxPayloadType = rtxPayloadType
+            self.rtxSSRC = rtxSSRC
+            self.direction = direction
+        }
+
+        /// Opus, stereo in SDP as RFC 7587 asks, with in-band FEC.
+        public static func opus(mid: String, ssrc: UInt32, direction: Direction = .sendrecv) -> Section {
+            Section(mid: mid, kind: .audio, payloadType: 111, encodingName: "opus", clockRate: 48000, channels: 2,
+                    formatParameters: "minptime=10;useinbandfec=1", ssrc: ssrc, direction: direction)
+        }
+
+        /// VP8, with RTX when `rtxSSRC` is given.
+        public static func vp8(mid: String, ssrc: UInt32, rtxSSRC: UInt32? = nil, direction: Direction = .sendrecv) -> Section {
+            Section(mid: mid, kind: .video, payloadType: 96, encodingName: "VP8", clockRate: 90000, channels: nil,
+                    formatParameters: nil, ssrc: ssrc, rtxPayloadType: rtxSSRC == nil ? nil : 97, rtxSSRC: rtxSSRC, direction: direction)
+        }
+    }
+
+    public static let midExtensionURI = "urn:ietf:params:rtp-hdrext:sdes:mid"
+    /// The id the offer gives the sdes:mid extension.
+    public static let midExtensionID: UInt16 = 1
+
+    public let ice: ICECredentials
+    public let fingerprint: CertificateFingerprint
+    public let setup: SetupRole
+    public let cname: String
+    public let sections: [Section]
+
+    public init(ice: ICECredentials, fingerprint: CertificateFingerprint, setup: SetupRole = .actpass, cname: String, sections: [Section]) {
+        self.ice = ice
+        self.fingerprint = fingerprint
+        self.setup = setup
+        self.cname = cname
+        self.sections = sections
+    }
+
+    /// BUNDLE of the sections, rtcp-mux, the client's ICE credentials and certificate fingerprint,
+    /// a=ssrc with cname, sdes:mid; video asks for nack, pli and fir.
+    public var description: SessionDescription {
+        let fingerprint = Fingerprint(hashFunction: fingerprint.algorithm, bytes: fingerprint.digest)
+        let media = sections.map { section -> MediaDescription in
+            var attributes: [Attribute] = [
+                .mid(section.mid),
+                .iceUsernameFragment(ice.ufrag),
+                .icePassword(ice.password),
+                .other("ice-options", "trickle"),
+                .fingerprint(fingerprint),
+                .setup(setup),
+                .extmap(ExtensionMap(id: Self.midExtensionID, uri: Self.midExtensionURI)),
+                .direction(section.direction),
+                .msid(MSID(streamID: cname, trackID: "\(section.kind.name)-\(section.mid)")),
+                .flag("rtcp-mux"),
+                .flag("rtcp-rsize"),
+                .rtpmap(RTPMap(payloadType: section.payloadType, encodingName: section.encodingName,
+                               clockRate: section.clockRate, channels: section.channels)),
+            ]
+            if let parameters = section.formatParameters {
+                attributes.append(.fmtp(FormatParameters(payloadType: section.payloadType, parameters: parameters)))
+            }
+            if section.kind == .video {
+                attributes += [
+                    .rtcpFeedback(RTCPFeedback(payloadType: section.payloadType, type: "nack")),
+                    .rtcpFeedback(RTCPFeedback(payloadType: section.payloadType, type: "nack", parameter: "pli")),
+                    .rtcpFeedback(RTCPFeedback(payloadType: section.payloadType, type: "ccm", parameter: "fir")),
+                ]
+            }
+            var formats = [String(section.payloadType)]
+            if let rtx = section.rtxPayloadType {
+                formats.append(String(rtx))
+                attributes.append(.rtpmap(RTPMap(payloadType: rtx, encodingName: "rtx", clockRate: section.clockRate)))
+                attributes.append(.fmtp(FormatParameters(payloadType: rtx, parameters: "apt=\(section.payloadType)")))
+            }
+            var ssrcs = [section.ssrc]
+            if let rtxSSRC = section.rtxSSRC {
+                ssrcs.append(rtxSSRC)
+                attributes.append(.ssrcGroup(SSRCGroup(semantics: "FID", ssrcs: ssrcs)))
+            }
+            for ssrc in ssrcs {
+                attributes.append(.ssrc(SSRCAttribute(ssrc: ssrc, attribute: "cname", value: cname)))
+            }
+            return MediaDescription(kind: section.kind, port: 9, transportProtocol: "UDP/TLS/RTP/SAVPF", formats: formats,
+                                    connections: [Connection(address: "0.0.0.0")], attributes: attributes)
+        }
+        return SessionDescription(
+            origin: Origin(sessionID: String(UInt32.random(in: 1...UInt32.max)), sessionVersion: "2", address: "127.0.0.1"),
+            attributes: [.group(MediaGroup(semantics: "BUNDLE", mids: sections.map(\.mid))), .other("msid-semantic", " WMS \(cname)")],
+            media: media)
+    }
+}
+
+/// What a client needs from the host's answer.
+public struct ClientAnswer: Sendable {
+    public let description: SessionDescription
+    /// The session's URL path, from `Location`.
+    public let location: String
+    public let hostICE: ICECredentials
+    public let hostFingerprints: [CertificateFingerprint]
+    public let setup: SetupRole?
+    /// The first UDP host candidate.
+    public let candidate: TransportAddress
+    /// The host's SSRC for each accepted mid (its `a=ssrc` cname line).
+    public let hostSSRCs: [String: UInt32]
+    /// The negotiated id of the sdes:mid header extension.
+    public let midExtensionID: UInt8?
+
+    public enum Failure: Error, CustomStringConvertible {
+        case badAnswer(String)
+        public var description: String {
+            switch self {
+            case .badAnswer(let why): "unusable answer: \(why)"
+            }
+        }
+    }
+
+    /// Reads a 201 answer: its `Content-Type` and `Location` headers (names in lower case) and body.
+    public init(contentType: String?, location: String?, body: [UInt8]) throws(Failure) {
+        guard contentType == "application/sdp" else { throw .badAnswer("Content-Type \(contentType ?? "none")") }
+        guard let location else { throw .badAnswer("no Location") }
+        let description: SessionDescription
+        do { description = try SessionDescription(parsing: body) } catch { throw .badAnswer("\(error)") }
+        guard let first = description.media.first(where: { $0.port != 0 }) else { throw .badAnswer("no accepted section") }
+        guard let ufrag = first.iceUsernameFragment ?? description.iceUsernameFragment,
+              let pwd = first.icePassword ?? description.icePassword else { throw .badAnswer("no ICE credentials") }
+        let fingerprints = (first.fingerprints.isEmpty ? description.fingerprints : first.fingerprints).map {
+            CertificateFingerprint(algorithm: $0.hashFunction, digest: $0.bytes)
+        }
+        guard !fingerprints.isEmpty else { throw .badAnswer("no fingerprint") }
+        guard let candidate = first.candidates.first(where: { $0.isUDP && $0.component == 1 }),
+              let address = Self.address(candidate.address, port: candidate.port) else {
+            throw .badAnswer("no usable UDP host candidate")
+        }
+        var hostSSRCs: [String: UInt32] = [:]
+        for section in description.media where section.port != 0 {
+            guard let mid = section.mid, let cnameLine = section.ssrcAttributes.first(where: { $0.attribute == "cname" }) else { continue }
+            hostSSRCs[mid] = cnameLine.ssrc
+        }
+        self.description = description
+        self.location = location
+        hostICE = ICECredentials(ufrag: ufrag, password: pwd)
+        hostFingerprints = fingerprints
+        setup = first.setupRole ?? description.setupRole
+        self.candidate = address
+        self.hostSSRCs = hostSSRCs
+        midExtensionID = first.extensionMaps.first { $0.uri == ClientOffer.midExtensionURI }.map { UInt8(truncatingIfNeeded: $0.id) }
+    }
+
+    /// A numeric IPv4 or IPv6 candidate address (no name resolution: the host announces numbers).
+    public static func address(_ text: String, port: UInt16) -> TransportAddress? {
+        for (family, count) in [(AF_INET, 4), (AF_INET6, 16)] {
+            var bytes = [UInt8](repeating: 0, count: count)
+            let converted = bytes.withUnsafeMutableBytes { inet_pton(family, text, $0.baseAddress) }
+            if converted == 1 { return TransportAddress(addressBytes: bytes, port: port) }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The host's HTTP API from the load generator: requests go out on URLSession's threads (libcurl
+/// underneath), and each answer is handed to `deliver`, which the run points at its event loop.
+final class HostHTTPClient: Sendable {
+    struct Reply: Sendable {
+        let status: Int
+        let headers: [String: String]
+        let body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    enum Failure: Error, CustomStringConvertible {
+        case transport(String)
+        var description: String {
+            switch self {
+            case .transport(let why): why
+            }
+        }
+    }
+
+    let base: String
+    private let session: URLSession
+
+    init(base: String) {
+        self.base = base
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 10
+        configuration.httpMaximumConnectionsPerHost = 16
+        session = URLSession(configuration: configuration)
+    }
+
+    func send(_ method: String, _ path: String, contentType: String? = nil, body: [UInt8]? = nil,
+              completion: @escaping @Sendable (Result<Reply, Failure>) -> Void) {
+        guard let url = URL(string: base + path) else {
+            completion(.failure(.transport("cannot make a URL of \(base + path)")))
+            return
+        }
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+        if let body { request.httpBody = Data(body) }
+        session.dataTask(with: request) { data, response, error in
+            if let error {
+                completion(.failure(.transport("\(method) \(path): \(error.localizedDescription)")))
+                return
+            }
+            guard let response = response as? HTTPURLResponse else {
+                completion(.failure(.transport("\(method) \(path): no HTTP response")))
+                return
+            }
+            var headers: [String: String] = [:]
+            for (name, value) in response.allHeaderFields {
+                if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+            }
+            completion(.success(Reply(status: response.statusCode, headers: headers, body: data.map { Array($0) } ?? [])))
+        }.resume()
+    }
+
+    /// Sends and waits at most `timeout` for the answer (for the run's start and end, off the loop).
+    func sendAndWait(_ method: String, _ path: String, timeout: Duration = .seconds(10)) -> Result<Reply, Failure> {
+        let box = ResultBox()
+        let done = DispatchSemaphore(value: 0)
+        send(method, path) { result in
+            box.set(result)
+            done.signal()
+        }
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        guard done.wait(timeout: .now() + seconds) == .success, let result = box.get() else {
+            return .failure(.transport("\(method) \(path): no answer within \(timeout)"))
+        }
+        return result
+    }
+
+    func cancelAll() { session.invalidateAndCancel() }
+}
+
+/// One result handed from URLSession's thread to a waiting one.
+private final class ResultBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Result<HostHTTPClient.Reply, HostHTTPClient.Failure>?
+    func set(_ value: Result<HostHTTPClient.Reply, HostHTTPClient.Failure>) { lock.withLock { result = value } }
+    func get() -> Result<HostHTTPClient.Reply, HostHTTPClient.Failure>? { lock.withLock { result } }
+}

@@ -1,0 +1,195 @@
+import Foundation
+
+/// What `tessera load` was asked to do, read from its command line.
+public struct LoadOptions: Sendable, Equatable {
+    /// The picture each synthetic camera sends.
+    public struct VideoFormat: Sendable, Equatable, CustomStringConvertible {
+        public var width: Int
+        public var height: Int
+        public var framesPerSecond: Int
+        public var description: String { "\(width)x\(height)@\(framesPerSecond)" }
+    }
+
+    /// The host's base URL, without a trailing slash (`http://127.0.0.1:8080`).
+    public var url = "http://127.0.0.1:8080"
+    /// The URL's host part, as written (brackets removed from IPv6).
+    public var host = "127.0.0.1"
+    public var room = "load"
+    public var participants = 10
+    /// How long the run lasts from its start; every run ends then.
+    public var duration: Duration = .seconds(30)
+    /// Joins per second while the room fills.
+    public var joinRate = 10.0
+    /// Each camera's picture; nil for an audio-only run.
+    public var video: VideoFormat? = VideoFormat(width: 640, height: 360, framesPerSecond: 30)
+    /// Participants that send a tone (the first K); the others send silence.
+    public var speakers = 3
+    /// Leaves per second (each leaver rejoins a second later); 0 for none.
+    public var churn = 0.0
+    /// Participants that decode the composite to check colours and read frame codes.
+    public var decoders = 2
+    /// The report's path without extension: PATH.json and PATH.html; nil writes none.
+    public var report: String? = "tessera-load-report"
+    /// Hosts outside loopback are refused unless this is set.
+    public var allowRemote = false
+    /// No live progress line.
+    public var quiet = false
+    /// Check bounds: the 95th percentile of each latency, and the loss any participant may see.
+    public var maxAudioLatencyMilliseconds = 500.0
+    public var maxVideoLatencyMilliseconds = 800.0
+    public var maxLossFraction = 0.02
+
+    public init() {}
+
+    public static let usage = """
+        usage: tessera load [--url http://127.0.0.1:8080] [--room load] [--participants 10] [--duration 30s]
+                            [--join-rate 10] [--video 640x360@30|off] [--speakers 3] [--churn 0]
+                            [--decoders 2] [--report PATH|none] [--max-audio-latency 500ms]
+                            [--max-video-latency 800ms] [--max-loss 2%] [--allow-remote] [--quiet]
+        Synthetic participants join the room, send their tone and colour, check what they receive,
+        and report. Exit status 0 only when every check passed.
+        """
+
+    /// Reads `tessera load`'s arguments (after the subcommand).
+    public init(arguments: [String]) throws(LoadOptionsError) {
+        var rest = arguments[...]
+        while let argument = rest.popFirst() {
+            guard argument.hasPrefix("--") else { throw .unexpected(argument) }
+            let name = String(argument.dropFirst(2))
+            switch name {
+            case "allow-remote": allowRemote = true; continue
+            case "quiet": quiet = true; continue
+            default: break
+            }
+            guard let value = rest.popFirst() else { throw .missingValue(argument) }
+            func bad(_ why: String) -> LoadOptionsError { .badValue(option: argument, value: value, why: why) }
+            switch name {
+            case "url": url = value
+            case "room":
+                guard Self.isValidName(value) else { throw bad("1 to 64 of A-Z a-z 0-9 - _ .") }
+                room = value
+            case "participants":
+                guard let count = Int(value), (1...2000).contains(count) else { throw bad("a count from 1 to 2000") }
+                participants = count
+            case "duration":
+                guard let duration = Self.duration(value), duration >= .seconds(1), duration <= .seconds(86_400) else {
+                    throw bad("a duration from 1s to 24h, like 30s, 2m or 1500ms")
+                }
+                self.duration = duration
+            case "join-rate":
+                guard let rate = Double(value), rate > 0, rate <= 1000 else { throw bad("joins per second, above 0 and at most 1000") }
+                joinRate = rate
+            case "video":
+                if value == "off" { video = nil; continue }
+                guard let format = Self.videoFormat(value) else { throw bad("WIDTHxHEIGHT@FPS (even sizes 64-1920, 1-60 fps) or off") }
+                video = format
+            case "speakers":
+                guard let count = Int(value), (0...20).contains(count) else { throw bad("a count from 0 to 20") }
+                speakers = count
+            case "churn":
+                guard let rate = Double(value), rate >= 0, rate <= 100 else { throw bad("leaves per second, from 0 to 100") }
+                churn = rate
+            case "decoders":
+                guard let count = Int(value), (0...50).contains(count) else { throw bad("a count from 0 to 50") }
+                decoders = count
+            case "report": report = value == "none" ? nil : value
+            case "max-audio-latency", "max-video-latency":
+                guard let bound = Self.duration(value), bound > .zero else { throw bad("a duration like 400ms") }
+                let milliseconds = Double(bound.components.seconds) * 1000 + Double(bound.components.attoseconds) / 1e15
+                if name == "max-audio-latency" { maxAudioLatencyMilliseconds = milliseconds } else { maxVideoLatencyMilliseconds = milliseconds }
+            case "max-loss":
+                let number = value.hasSuffix("%") ? Double(value.dropLast()).map { $0 / 100 } : Double(value)
+                guard let fraction = number, fraction >= 0, fraction <= 1 else { throw bad("a fraction like 0.02 or 2%") }
+                maxLossFraction = fraction
+            default: throw .unknown(argument)
+            }
+        }
+        speakers = min(speakers, participants)
+        decoders = video == nil ? 0 : min(decoders, participants)
+        let parsed = try Self.hostOfURL(url)
+        url = parsed.base
+        host = parsed.host
+        if !allowRemote && !Self.isLoopback(host) { throw .remoteRefused(host) }
+    }
+
+    /// Room and identity names the host accepts.
+    static func isValidName(_ name: String) -> Bool {
+        (1...64).contains(name.utf8.count) && name.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == 0x2D || byte == 0x5F || byte == 0x2E
+        }
+    }
+
+    /// `30s`, `2m`, `1h`, `1500ms`, or plain seconds.
+    static func duration(_ text: String) -> Duration? {
+        if text.hasSuffix("ms"), let value = Int64(text.dropLast(2)), value >= 0, value <= 86_400_000 { return .milliseconds(value) }
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600]
+        if let unit = text.last, let scale = units[unit], let value = Int64(text.dropLast()), value >= 0, value <= 86_400 {
+            return .seconds(value * scale)
+        }
+        if let value = Int64(text), value >= 0, value <= 86_400 { return .seconds(value) }
+        return nil
+    }
+
+    /// `640x360@30`.
+    static func videoFormat(_ text: String) -> VideoFormat? {
+        let sizeAndRate = text.split(separator: "@", omittingEmptySubsequences: false)
+        guard sizeAndRate.count == 2, let fps = Int(sizeAndRate[1]), (1...60).contains(fps) else { return nil }
+        let size = sizeAndRate[0].split(separator: "x", omittingEmptySubsequences: false)
+        guard size.count == 2, let width = Int(size[0]), let height = Int(size[1]),
+              (64...1920).contains(width), (64...1920).contains(height), width % 2 == 0, height % 2 == 0 else { return nil }
+        return VideoFormat(width: width, height: height, framesPerSecond: fps)
+    }
+
+    /// `http://HOST:PORT[/]` → the base URL without the slash, and HOST.
+    static func hostOfURL(_ text: String) throws(LoadOptionsError) -> (base: String, host: String) {
+        guard text.hasPrefix("http://") else { throw .badURL(text, "only http:// URLs (the host's API is plain HTTP on loopback)") }
+        var rest = text.dropFirst("http://".count)
+        while rest.hasSuffix("/") { rest = rest.dropLast() }
+        guard !rest.isEmpty, !rest.contains("/"), !rest.contains("?"), !rest.contains("@") else {
+            throw .badURL(text, "write http://HOST:PORT with no path")
+        }
+        let host: Substring
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { throw .badURL(text, "an IPv6 address needs its closing ]") }
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            let after = rest[rest.index(after: close)...]
+            guard after.isEmpty || (after.hasPrefix(":") && UInt16(after.dropFirst()) != nil) else { throw .badURL(text, "bad port") }
+        } else {
+            let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count <= 2, !parts[0].isEmpty else { throw .badURL(text, "write http://HOST:PORT") }
+            if parts.count == 2 { guard UInt16(parts[1]) != nil else { throw .badURL(text, "bad port") } }
+            host = parts[0]
+        }
+        guard !host.isEmpty else { throw .badURL(text, "no host") }
+        return ("http://" + rest, String(host))
+    }
+
+    /// 127.0.0.0/8, ::1 and localhost.
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" || host == "::1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+    }
+}
+
+/// Why `tessera load`'s arguments were refused.
+public enum LoadOptionsError: Error, Equatable, CustomStringConvertible {
+    case unknown(String)
+    case unexpected(String)
+    case missingValue(String)
+    case badValue(option: String, value: String, why: String)
+    case badURL(String, String)
+    case remoteRefused(String)
+
+    public var description: String {
+        switch self {
+        case .unknown(let option): "unknown option \(option)"
+        case .unexpected(let argument): "unexpected argument \(argument)"
+        case .missingValue(let option): "\(option) needs a value"
+        case .badValue(let option, let value, let why): "\(option) \(value): \(why)"
+        case .badURL(let url, let why): "--url \(url): \(why)"
+        case .remoteRefused(let host): "\(host) is not a loopback address: a load test of another machine needs --allow-remote"
+        }
+    }
+}

@@ -1,0 +1,552 @@
+import Foundation
+import Compositing
+import Media
+import RTP
+import SDP
+import Sockets
+import Streams
+import Transport
+import Wire
+
+/// One synthetic participant: a real WebRTC peer over its own UDP socket (controlling ICE, DTLS
+/// client, SRTP, RTCP: Tessera's transport in the client role). It sends its pre-encoded tone
+/// (or silence) and picture loop, and checks what the host sends back: its mix by Goertzel per
+/// speaker frequency, the composite's packets, and (when it `decodes`) the composite's pictures.
+/// Loop thread only.
+final class LoadParticipant {
+    enum State: Equatable {
+        case absent, posting, connecting, connected
+    }
+
+    /// What one participant saw over the run: the figures behind the checks.
+    struct Results {
+        var joins = 0
+        var failures: [String] = []
+        /// POST to secure, per join.
+        var joinMilliseconds: [Double] = []
+        /// POST to the first composite frame (decoded when the participant decodes, else whole).
+        var firstFrameMilliseconds: Double?
+        var audioPacketsReceived = 0
+        var videoPacketsReceived = 0
+        var packetsExpected: Int64 = 0
+        var packetsLost: Int64 = 0
+        var jitterMilliseconds: [Double] = []
+        var videoFramesReceived = 0
+        var framesDecoded = 0
+        var freezes = 0
+        var freezeMilliseconds = 0.0
+        var connectedMilliseconds = 0.0
+        /// Per speaker index: mix frames in which that speaker should have been heard, and was.
+        var framesExpectingSpeaker: [Int: Int] = [:]
+        var framesHearingSpeaker: [Int: Int] = [:]
+        /// Mix frames checked for the participant's own tone, and those that held it.
+        var framesCheckedForOwnTone = 0
+        var framesWithOwnTone = 0
+        var slotChecks = 0
+        var slotChecksPassed = 0
+        var slotFailures: [String] = []
+        var audioLatencies: [(at: Double, milliseconds: Double)] = []
+        var videoLatencies: [(at: Double, milliseconds: Double)] = []
+    }
+
+    let index: Int
+    let identity: String
+    let isSpeaker: Bool
+    let decodes: Bool
+    private let model: LoadRoomModel
+    private let loop: EventLoop
+    private let http: HostHTTPClient
+    private let certificate: DTLSCertificate
+    private let dtlsContext: DTLSContext
+    private let toneLoop: ToneLoop?
+    private let silence: [UInt8]
+    private let pictureLoop: PictureLoop?
+    private let audioSSRC = UInt32.random(in: 1...UInt32.max)
+    private let videoSSRC = UInt32.random(in: 1...UInt32.max)
+    /// Speakers' frequencies, measured in every mix frame.
+    private let meter: ToneMeter
+
+    private(set) var state = State.absent
+    private(set) var results = Results()
+    /// RTP packets sent, retransmissions included.
+    private(set) var packetsSent = 0
+
+    // One join's state.
+    private var socket: UDPSocket?
+    private var transport: PeerTransport?
+    private var answer: ClientAnswer?
+    private var receiver: PeerReceiver?
+    private var hostAudio: SSRC?
+    private var hostVideo: SSRC?
+    private var timer: EventLoop.TimerToken?
+    private var timerDeadline: Instant?
+    private var postedAt: Instant?
+    private var connectedAt: Instant?
+    private var opusDecoder: OpusDecoder?
+    private var videoReceiver: VideoReceiver?
+    private var keyFramesSeen = 0
+    private var lastFrameTimestamp: UInt32?
+    private var lastFrameArrival: Instant?
+    /// Per speaker: mix frames in a row without its tone.
+    private var quietFrames: [Int]
+    private var decodedSinceCheck = 0
+    /// Generation of the join, so an answer to an abandoned join is ignored.
+    private var generation = 0
+
+    // Sending.
+    private var audioSequence = UInt16.random(in: 0...UInt16.max)
+    private var audioTimestamp = UInt32.random(in: 0...UInt32.max)
+    private var audioCount = 0
+    private var videoSender: VideoSender?
+    private var videoTimestamp = UInt32.random(in: 0...UInt32.max)
+    private var loopFrame = 0
+    /// Sent video packets by sequence number, for NACKs (the last 512).
+    private var history: [UInt16: [UInt8]] = [:]
+    private(set) var retransmissions = 0
+
+    init(index: Int, model: LoadRoomModel, loop: EventLoop, http: HostHTTPClient, certificate: DTLSCertificate,
+         dtlsContext: DTLSContext, toneLoop: ToneLoop?, silence: [UInt8], pictureLoop: PictureLoop?) {
+        self.index = index
+        identity = model.identities[index]
+        isSpeaker = index < model.options.speakers
+        decodes = index < model.options.decoders
+        self.model = model
+        self.loop = loop
+        self.http = http
+        self.certificate = certificate
+        self.dtlsContext = dtlsContext
+        self.toneLoop = toneLoop
+        self.silence = silence
+        self.pictureLoop = pictureLoop
+        meter = ToneMeter(frequencies: model.speakers.map(\.frequency))
+        quietFrames = model.speakers.map { _ in 0 }
+    }
+
+    private var now: Instant { loop.clock.now() }
+
+    private func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    private var runSeconds: Double { seconds(now - model.start) }
+
+    // MARK: Joining and leaving
+
+    /// Posts the offer; the answer comes back on the loop.
+    func join() {
+        guard state == .absent else { return }
+        generation += 1
+        let generation = self.generation
+        let socket: UDPSocket
+        // Loopback hosts are reached from 127.0.0.1; a remote one (--allow-remote) from any address.
+        let local = LoadOptions.isLoopback(model.options.host) ? TransportAddress(ipv4: 127, 0, 0, 1, port: 0)
+                                                               : TransportAddress(ipv4: 0, 0, 0, 0, port: 0)
+        do {
+            socket = try UDPSocket(bind: local, batchSize: 8, receiveBufferBytes: 1 << 20)
+        } catch {
+            return fail("UDP socket: \(error)")
+        }
+        self.socket = socket
+        state = .posting
+        results.joins += 1
+        postedAt = now
+        let ice = ICECredentials.random()
+        var sections: [ClientOffer.Section] = [.opus(mid: "0", ssrc: audioSSRC)]
+        if model.options.video != nil {
+            sections.append(.vp8(mid: "1", ssrc: videoSSRC))
+        } else {
+            sections.append(.vp8(mid: "1", ssrc: videoSSRC, direction: .recvonly))
+        }
+        let offer = ClientOffer(ice: ice, fingerprint: certificate.fingerprint, cname: identity, sections: sections)
+        let body = offer.description.serializedBytes()
+        let path = "/v1/rooms/\(model.options.room)/participants?identity=\(identity)&name=Load%20\(index)"
+        let confined = LoopConfined(self)
+        let loop = self.loop
+        http.send("POST", path, contentType: "application/sdp", body: body) { result in
+            loop.execute { confined.value.answered(result, ice: ice, generation: generation) }
+        }
+    }
+
+    private func answered(_ result: Result<HostHTTPClient.Reply, HostHTTPClient.Failure>, ice: ICECredentials, generation: Int) {
+        guard generation == self.generation, state == .posting, let socket else { return }
+        let reply: HostHTTPClient.Reply
+        switch result {
+        case .failure(let failure): return fail("POST: \(failure)")
+        case .success(let value): reply = value
+        }
+        guard reply.status == 201 else { return fail("POST answered \(reply.status): \(reply.text.prefix(200))") }
+        let answer: ClientAnswer
+        do { answer = try ClientAnswer(contentType: reply.headers["content-type"], location: reply.headers["location"], body: reply.body) } catch {
+            return fail("\(error)")
+        }
+        self.answer = answer
+        let now = self.now
+        do {
+            let role: DTLSTransport.Role = answer.setup == .active ? .server : .client
+            let dtls = try DTLSTransport(context: dtlsContext, role: role, remoteFingerprints: answer.hostFingerprints, now: now,
+                                         handshakeTimeout: .seconds(10), initialRetransmitInterval: .milliseconds(200))
+            let agent = ICEControllingAgent(local: ice, remote: answer.hostICE, remoteAddress: answer.candidate,
+                                            tieBreaker: UInt64.random(in: 1...UInt64.max), now: now)
+            transport = PeerTransport(ice: .controlling(agent), dtls: dtls, now: now)
+            try loop.watch(fd: socket.fd) { [unowned self] in readSocket() }
+        } catch {
+            return fail("transport: \(error)")
+        }
+        hostAudio = answer.hostSSRCs["0"].map { SSRC($0) }
+        hostVideo = answer.hostSSRCs["1"].map { SSRC($0) }
+        var receiver = PeerReceiver(localSSRC: SSRC(audioSSRC), cname: identity, reducedSize: true, seed: UInt64(index + 1), now: now)
+        if let hostAudio { receiver.add(.init(mediaSSRC: hostAudio, clockRate: 48_000, isVideo: false, nack: false)) }
+        if let hostVideo { receiver.add(.init(mediaSSRC: hostVideo, clockRate: 90_000, isVideo: true, nack: true)) }
+        self.receiver = receiver
+        do { opusDecoder = try OpusDecoder(channels: 1) } catch { return fail("Opus decoder: \(error)") }
+        if decodes {
+            do {
+                let videoReceiver = try VideoReceiver()
+                videoReceiver.onKeyFrameNeeded = { [unowned self] in
+                    if let hostVideo { self.receiver?.requestKeyFrame(ssrc: hostVideo, now: self.now) }
+                }
+                self.videoReceiver = videoReceiver
+            } catch { return fail("VP8 decoder: \(error)") }
+        }
+        if model.options.video != nil {
+            videoSender = VideoSender(payloadType: PayloadType(96), ssrc: SSRC(videoSSRC))
+        }
+        state = .connecting
+        transport?.handleTimeout(now: now)
+        service(now: now)
+    }
+
+    /// Leaves the room: DELETE (`answered` runs on the loop when the host has answered it, or
+    /// at once if there was nothing to delete), then the transport closes.
+    func leave(answered: (@Sendable () -> Void)? = nil) {
+        if let location = answer?.location {
+            let loop = self.loop
+            http.send("DELETE", location) { _ in
+                if let answered { loop.execute(answered) }
+            }
+        } else {
+            answered?()
+        }
+        tearDown()
+    }
+
+    /// A failed join or a transport that failed: counted, and the participant stays out.
+    private func fail(_ why: String) {
+        results.failures.append("\(identity): \(why)")
+        tearDown()
+    }
+
+    private func tearDown() {
+        let now = self.now
+        if state == .connected {
+            model.sendingSince[index] = nil
+            model.lastMembershipChange = now
+            if let connectedAt { results.connectedMilliseconds += seconds(now - connectedAt) * 1000 }
+        }
+        collectStatistics()
+        if let socket, transport != nil { loop.unwatch(fd: socket.fd) }
+        if let timer { loop.cancel(timer) }
+        socket = nil
+        transport = nil
+        answer = nil
+        receiver = nil
+        timer = nil
+        timerDeadline = nil
+        connectedAt = nil
+        videoReceiver = nil
+        lastFrameArrival = nil
+        lastFrameTimestamp = nil
+        state = .absent
+        generation += 1
+    }
+
+    /// Adds this join's receive statistics to the results.
+    private func collectStatistics() {
+        guard let receiver else { return }
+        for statistics in receiver.statistics {
+            results.packetsExpected += statistics.packetsExpected
+            results.packetsLost += statistics.cumulativeLost
+            results.jitterMilliseconds.append(seconds(statistics.jitterDuration) * 1000)
+        }
+    }
+
+    /// Loss over the run so far (this join's included).
+    var lossFraction: Double {
+        var expected = results.packetsExpected, lost = results.packetsLost
+        for statistics in receiver?.statistics ?? [] {
+            expected += statistics.packetsExpected
+            lost += statistics.cumulativeLost
+        }
+        return expected > 0 ? Double(lost) / Double(expected) : 0
+    }
+
+    // MARK: Transport
+
+    private func readSocket() {
+        guard let socket else { return }
+        let now = self.now
+        for _ in 0..<16 {  // bounded: a flood cannot hold the loop
+            let batch = socket.receiveBatch()
+            if batch.isEmpty { break }
+            for datagram in batch where datagram.source == answer?.candidate {
+                transport?.handleDatagram(datagram.bytes, from: datagram.source, now: now)
+            }
+        }
+        service(now: now)
+    }
+
+    /// Sends what the transport queued, takes its events, and sets the timer for what is due next.
+    private func service(now: Instant) {
+        guard let transport else { return }
+        while let event = transport.pollEvent() {
+            switch event {
+            case .secure:
+                guard state == .connecting, let postedAt else { break }
+                state = .connected
+                connectedAt = now
+                results.joinMilliseconds.append(seconds(now - postedAt) * 1000)
+                model.sendingSince[index] = now
+                model.lastMembershipChange = now
+            case .rtp(let bytes): received(rtp: bytes, now: now)
+            case .rtcp(let bytes): received(rtcp: bytes)
+            case .failed(let failure):
+                return fail("transport failed: \(failure)")
+            case .iceConnected: break
+            }
+        }
+        guard self.transport != nil else { return }
+        if var receiver {
+            for compound in receiver.pollRTCP(now: now) { _ = transport.sendRTCP(compound) }
+            self.receiver = receiver
+        }
+        flush()
+        var due = transport.nextTimeout(now: now)
+        if let reportDue = receiver?.nextTimeout { due = due.map { min($0, reportDue) } ?? reportDue }
+        guard let due else { return }
+        if let timerDeadline, timerDeadline <= due, timer != nil { return }
+        if let timer { loop.cancel(timer) }
+        timerDeadline = due
+        timer = loop.schedule(at: due) { [unowned self] in
+            timer = nil
+            timerDeadline = nil
+            let now = self.now
+            self.transport?.handleTimeout(now: now)
+            service(now: now)
+        }
+    }
+
+    private func flush() {
+        guard let transport, let socket else { return }
+        var datagrams: [(bytes: [UInt8], destination: TransportAddress)] = []
+        while let transmit = transport.pollTransmit() { datagrams.append(transmit) }
+        if !datagrams.isEmpty { socket.send(datagrams) }
+    }
+
+    // MARK: Sending
+
+    private func send(_ packet: RTPPacket, mid: String) -> [UInt8]? {
+        var packet = packet
+        if let id = answer?.midExtensionID { packet.extensions = [RTPHeaderExtension(id: id, data: Array(mid.utf8))] }
+        guard let transport, let bytes = try? packet.serialized(), transport.sendRTP(bytes) else { return nil }
+        packetsSent += 1
+        return bytes
+    }
+
+    /// One 20 ms audio packet: the tone loop's next (timing its onsets), or silence.
+    func sendAudio(now: Instant) {
+        guard state == .connected else { return }
+        let payload: [UInt8]
+        if let toneLoop {
+            let position = audioCount % ToneLoop.packetsPerLoop
+            payload = toneLoop.packets[position]
+            if position == ToneLoop.onsetPacket { model.toneOnsetSent(by: index, at: now) }
+        } else {
+            payload = silence
+        }
+        audioCount += 1
+        _ = send(RTPPacket(payloadType: PayloadType(111), sequenceNumber: audioSequence, timestamp: audioTimestamp,
+                           ssrc: SSRC(audioSSRC), payload: payload[...]), mid: "0")
+        audioSequence &+= 1
+        audioTimestamp &+= UInt32(AudioFrame.samplesPer20ms)
+        flush()
+    }
+
+    /// One picture: the loop's next frame, with its send time kept for the latency.
+    func sendVideo(now: Instant) {
+        guard state == .connected, let pictureLoop, var sender = videoSender, let format = model.options.video else { return }
+        var frame = pictureLoop.frames[loopFrame]
+        frame.rtpTimestamp = videoTimestamp
+        model.pictureSends[index][loopFrame] = now
+        for packet in sender.packetize(frame) {
+            if let bytes = send(packet, mid: "1") {
+                history[packet.sequenceNumber] = bytes
+                history[packet.sequenceNumber &- 512] = nil
+            }
+        }
+        videoSender = sender
+        loopFrame = (loopFrame + 1) % pictureLoop.frames.count
+        videoTimestamp &+= UInt32(90_000 / format.framesPerSecond)
+        flush()
+    }
+
+    private func received(rtcp bytes: [UInt8]) {
+        guard let packets = try? RTCPPacket.parseCompound(bytes) else { return }
+        let now = self.now
+        receiver?.receiveRTCP(packets, now: now)
+        for packet in packets {
+            switch packet {
+            case .nack(let nack) where nack.mediaSSRC.rawValue == videoSSRC:
+                for sequence in nack.lostSequenceNumbers {
+                    guard let bytes = history[sequence], transport?.sendRTP(bytes) == true else { continue }
+                    retransmissions += 1
+                    packetsSent += 1
+                }
+            case .pictureLossIndication(let pli) where pli.mediaSSRC.rawValue == videoSSRC:
+                loopFrame = 0
+            case .fullIntraRequest(let fir) where fir.entries.contains(where: { $0.ssrc.rawValue == videoSSRC }):
+                loopFrame = 0
+            default: break
+            }
+        }
+    }
+
+    // MARK: Receiving and checking
+
+    private func received(rtp bytes: [UInt8], now: Instant) {
+        guard var receiver, let packet = try? RTPPacket.parse(bytes) else { return }
+        let reception = receiver.receive(packet, now: now)
+        self.receiver = receiver
+        guard case .media(let media) = reception else { return }
+        if media.ssrc == hostAudio {
+            results.audioPacketsReceived += 1
+            heard(media, now: now)
+        } else if media.ssrc == hostVideo {
+            results.videoPacketsReceived += 1
+            saw(media, now: now)
+        }
+    }
+
+    /// Frames quieter than this (dBFS) are not judged: the tones are sent at -15 dBFS, so a
+    /// quieter mix is a gap (every speaker between tones, or the host's tick skipping).
+    static let judgedLevel = -40.0
+    /// A speaker's tone is present in a frame when it holds this share of the frame's energy.
+    static let tonePresence = 0.03
+    /// A listener's own tone counts as mixed back from this share: with k speakers mixed at
+    /// equal level each holds about 1/k (a third with three), while Opus's artefacts put up to
+    /// 0.05 at a frequency between two other tones (`ToneMeterTests`).
+    static let ownTonePresence = 0.15
+    /// An onset follows at least this many frames without the tone (the sender's gap is five).
+    static let onsetQuietFrames = 3
+
+    /// A mix packet: each speaker's tone measured; onsets timed.
+    private func heard(_ packet: RTPPacket, now: Instant) {
+        guard let opusDecoder, let frame = try? opusDecoder.decode(Array(packet.payload)) else { return }
+        guard let connectedAt, now - connectedAt >= .seconds(1) else { return }  // the host's jitter buffer fills
+        let (level, fractions) = meter.measure(frame.samples)
+        for (speaker, fraction) in fractions.enumerated() {
+            defer { quietFrames[speaker] = fraction < 0.01 ? quietFrames[speaker] + 1 : 0 }
+            guard level > Self.judgedLevel else { continue }
+            if speaker == index {
+                results.framesCheckedForOwnTone += 1
+                if fraction > Self.ownTonePresence { results.framesWithOwnTone += 1 }
+            } else if model.hasBeenSending(speaker, for: .milliseconds(1500), now: now) {
+                results.framesExpectingSpeaker[speaker, default: 0] += 1
+                if fraction > Self.tonePresence { results.framesHearingSpeaker[speaker, default: 0] += 1 }
+                if quietFrames[speaker] >= Self.onsetQuietFrames, fraction > 0.05,
+                   let latency = model.toneLatency(of: speaker, heardAt: now) {
+                    results.audioLatencies.append((runSeconds, seconds(latency) * 1000))
+                }
+            }
+        }
+    }
+
+    /// A composite packet: frames, freezes, and the decoded pictures' checks.
+    private func saw(_ packet: RTPPacket, now: Instant) {
+        if packet.marker, packet.timestamp != lastFrameTimestamp {
+            lastFrameTimestamp = packet.timestamp
+            results.videoFramesReceived += 1
+            if let last = lastFrameArrival, now - last > .milliseconds(200) {
+                results.freezes += 1
+                results.freezeMilliseconds += seconds(now - last) * 1000
+            }
+            lastFrameArrival = now
+            if !decodes, results.firstFrameMilliseconds == nil, let postedAt {
+                results.firstFrameMilliseconds = seconds(now - postedAt) * 1000
+            }
+        }
+        guard let videoReceiver else { return }
+        for picture in videoReceiver.receive(packet, now: now) {
+            results.framesDecoded += 1
+            if results.firstFrameMilliseconds == nil, let postedAt { results.firstFrameMilliseconds = seconds(now - postedAt) * 1000 }
+            decodedSinceCheck += 1
+            // Every sixth picture (5 a second at 30 fps) is checked: enough samples, a fraction of the cost.
+            if decodedSinceCheck >= 6 {
+                decodedSinceCheck = 0
+                check(picture, now: now)
+            }
+        }
+        let keyFrames = videoReceiver.statistics.keyFramesDecoded
+        if keyFrames != keyFramesSeen, let hostVideo {
+            keyFramesSeen = keyFrames
+            receiver?.keyFrameReceived(ssrc: hostVideo)
+        }
+    }
+
+    /// Each camera's colour in its slot, and each readable frame code's latency.
+    private func check(_ picture: I420Frame, now: Instant) {
+        guard let layout = model.settledLayout(now: now), let format = model.options.video,
+              picture.width == layout.canvas.width, picture.height == layout.canvas.height else { return }
+        let canvas = VideoSize(width: picture.width, height: picture.height)
+        for position in layout.positions where position.source == .camera {
+            guard let sender = model.indexOf[position.participant],
+                  model.hasBeenSending(sender, for: .seconds(2), now: now) else { continue }
+            let placement = TilePlacement(tile: position.rect.pixels(in: canvas), source: (format.width, format.height),
+                                          contentMode: position.contentMode)
+            let (u, v) = SyntheticSignal.colourPoint
+            guard let point = placement.point(u, v) else { continue }
+            let seen = picture.pixel(x: point.x, y: point.y)
+            let expected = SyntheticSignal.colour(index: sender)
+            results.slotChecks += 1
+            if abs(Int(seen.y) - Int(expected.y)) <= 40 && abs(Int(seen.u) - Int(expected.u)) <= 20
+                && abs(Int(seen.v) - Int(expected.v)) <= 20 {
+                results.slotChecksPassed += 1
+            } else if results.slotFailures.count < 5 {
+                results.slotFailures.append(String(format: "at %.1f s the slot of %@ (%@) showed %@, not its colour %@",
+                                                   runSeconds, position.participant, "\(point.x),\(point.y)",
+                                                   seen.description, expected.description))
+            }
+            let code = FrameCode.read { u, v in placement.point(u, v).map { picture.pixel(x: $0.x, y: $0.y).y } }
+            if let code, let latency = model.pictureLatency(of: sender, frame: code, seenAt: now) {
+                results.videoLatencies.append((runSeconds, seconds(latency) * 1000))
+            }
+        }
+    }
+
+    /// The participant's figures at the end (this join's statistics included).
+    func closeResults() -> Results {
+        collectStatistics()
+        receiver = nil
+        return results
+    }
+}
+
+/// Where a point of a source picture lands in its tile of the composite, for the content mode
+/// the layout names (computed here independently of the host's compositor, which it checks).
+struct TilePlacement {
+    let tile: PixelRect
+    let source: (width: Int, height: Int)
+    let contentMode: ContentMode
+
+    /// The composite pixel showing the source point (`u`, `v`) (fractions); nil if cropped away.
+    func point(_ u: Double, _ v: Double) -> (x: Int, y: Int)? {
+        guard tile.width > 0, tile.height > 0, source.width > 0, source.height > 0 else { return nil }
+        let scaleX = Double(tile.width) / Double(source.width), scaleY = Double(tile.height) / Double(source.height)
+        let scale = contentMode == .fill ? max(scaleX, scaleY) : min(scaleX, scaleY)
+        let shownWidth = Double(source.width) * scale, shownHeight = Double(source.height) * scale
+        let left = Double(tile.x) + (Double(tile.width) - shownWidth) / 2
+        let top = Double(tile.y) + (Double(tile.height) - shownHeight) / 2
+        let x = Int(left + u * shownWidth), y = Int(top + v * shownHeight)
+        guard x >= tile.x, x < tile.x + tile.width, y >= tile.y, y < tile.y + tile.height else { return nil }
+        return (x, y)
+    }
+}

@@ -1,0 +1,72 @@
+import Compositing
+import Media
+import Wire
+
+/// What the participants of one run share on the loop: when each sender sent what (so a
+/// receiver turns what it sees and hears into latencies), who sends, and the layout the host
+/// says it draws. Loop thread only.
+final class LoadRoomModel {
+    let options: LoadOptions
+    let start: Instant
+    /// Identities by participant index.
+    let identities: [String]
+    /// Index by identity.
+    let indexOf: [String: Int]
+    /// The speakers' identities and tone frequencies, in index order.
+    let speakers: [(identity: String, frequency: Double)]
+    /// When each present participant's media began to flow (it became secure); nil while absent.
+    var sendingSince: [Instant?]
+    /// The send time of each speaker's latest tone onsets (a few, newest last).
+    var onsets: [[Instant]]
+    /// The latest send time of each frame of each camera's loop.
+    var pictureSends: [[Instant?]]
+    /// The layout the host last reported, and when it was read.
+    var layout: (template: TemplateDescription, readAt: Instant)?
+    /// The last join or leave of any participant (the host's layout follows it).
+    var lastMembershipChange: Instant
+
+    init(options: LoadOptions, start: Instant) {
+        self.options = options
+        self.start = start
+        identities = (0..<options.participants).map { "load-\($0)" }
+        indexOf = Dictionary(uniqueKeysWithValues: identities.enumerated().map { ($1, $0) })
+        speakers = (0..<options.speakers).map { ("load-\($0)", SyntheticSignal.toneFrequency(index: $0)) }
+        sendingSince = Array(repeating: nil, count: options.participants)
+        onsets = Array(repeating: [], count: options.participants)
+        pictureSends = Array(repeating: Array(repeating: nil, count: SyntheticSignal.pictureLoopLength), count: options.participants)
+        lastMembershipChange = start
+    }
+
+    func toneOnsetSent(by index: Int, at time: Instant) {
+        onsets[index].append(time)
+        if onsets[index].count > 4 { onsets[index].removeFirst() }
+    }
+
+    /// The latency of an onset of `index`'s tone heard at `now`: from its latest onset sent
+    /// before, if that is under a second ago (the loop is a second long).
+    func toneLatency(of index: Int, heardAt now: Instant) -> Duration? {
+        guard let sent = onsets[index].last(where: { $0 <= now }), now - sent < .milliseconds(950) else { return nil }
+        return now - sent
+    }
+
+    /// The latency of frame `frame` of `index`'s loop seen at `now`.
+    func pictureLatency(of index: Int, frame: Int, seenAt now: Instant) -> Duration? {
+        guard frame < SyntheticSignal.pictureLoopLength, let sent = pictureSends[index][frame], sent <= now else { return nil }
+        let loopDuration = Duration.milliseconds(1000 * SyntheticSignal.pictureLoopLength / max(1, options.video?.framesPerSecond ?? 30))
+        return now - sent < loopDuration ? now - sent : nil
+    }
+
+    /// Whether `index` has sent for at least `settle`.
+    func hasBeenSending(_ index: Int, for settle: Duration, now: Instant) -> Bool {
+        guard let since = sendingSince[index] else { return false }
+        return now - since >= settle
+    }
+
+    /// The layout to check a composite against at `now`: read after the last membership change
+    /// settled, so the host had time to follow it.
+    func settledLayout(now: Instant) -> TemplateDescription? {
+        guard let layout, now - lastMembershipChange >= .milliseconds(1500),
+              layout.readAt - lastMembershipChange >= .milliseconds(1000) else { return nil }
+        return layout.template
+    }
+}

@@ -1,0 +1,320 @@
+import Foundation
+import Compositing
+import Sockets
+import Transport
+import Wire
+
+/// Why a run could not start.
+public enum LoadRunError: Error, CustomStringConvertible {
+    case hostUnreachable(String)
+    case setup(String)
+    public var description: String {
+        switch self {
+        case .hostUnreachable(let why): "the host does not answer: \(why)"
+        case .setup(let why): "cannot prepare the run: \(why)"
+        }
+    }
+}
+
+/// One `tessera load` run: prepares the media every participant sends (each distinct source
+/// encoded once), then drives every participant on one event loop on the calling thread: joins
+/// at the ramp's rate, media ticks, churn, a sample of everything once a second (with the host's
+/// /metrics and layout), and the end at the run's duration. Returns the report.
+public final class LoadRun {
+    public let options: LoadOptions
+    private let log: (String) -> Void
+    private let progress: (String) -> Void
+    private let http: HostHTTPClient
+    private var loop: EventLoop?
+    private var model: LoadRoomModel?
+    private var participants: [LoadParticipant] = []
+    private var ticks: [MediaTick] = []
+    private var samples: [LoadReport.Sample] = []
+    private var hostReadings: [(seconds: Double, values: [String: Double])] = []
+    private var loadCPUReadings: [(seconds: Double, cpu: Double)] = []
+    private var lastPackets = (incoming: 0, outgoing: 0)
+    private var allJoinedAt: Double?
+    private var endedAt: Double?
+    private var churnGenerator = SplitMix(seed: 0x7E55E4A)
+    private var pendingDeletes = 0
+
+    /// `log` takes whole lines (start, end); `progress` the live line, rewritten each second.
+    public init(options: LoadOptions, log: @escaping (String) -> Void, progress: @escaping (String) -> Void) {
+        self.options = options
+        self.log = log
+        self.progress = progress
+        http = HostHTTPClient(base: options.url)
+    }
+
+    public func run() throws(LoadRunError) -> LoadReport {
+        switch http.sendAndWait("GET", "/healthz", timeout: .seconds(5)) {
+        case .failure(let failure): throw .hostUnreachable("\(options.url): \(failure)")
+        case .success(let reply) where reply.status != 200: throw .hostUnreachable("GET /healthz answered \(reply.status)")
+        case .success: break
+        }
+        let loop: EventLoop
+        do { loop = try EventLoop() } catch { throw .setup("\(error)") }
+        self.loop = loop
+        let started = Date()
+        log("load: preparing \(options.speakers) tone loops and \(options.video == nil ? 0 : options.participants) picture loops")
+        let start = loop.clock.now() + .milliseconds(100)
+        let model = LoadRoomModel(options: options, start: start)
+        self.model = model
+        do {
+            let certificate = try DTLSCertificate(commonName: "tessera-load")
+            let context = try DTLSContext(certificate: certificate)
+            let silence = try ToneLoop.silence()
+            for index in 0..<options.participants {
+                let tone = index < options.speakers ? try ToneLoop(frequency: SyntheticSignal.toneFrequency(index: index)) : nil
+                let pictures = try options.video.map { try PictureLoop(colour: SyntheticSignal.colour(index: index), format: $0) }
+                let participant = LoadParticipant(index: index, model: model, loop: loop, http: http, certificate: certificate,
+                                                  dtlsContext: context, toneLoop: tone, silence: silence, pictureLoop: pictures)
+                participants.append(participant)
+            }
+        } catch {
+            throw .setup("\(error)")
+        }
+        log("load: \(options.participants) participants join \(options.url) room \(options.room) at \(options.joinRate)/s for \(options.duration)")
+        schedule(start: start, on: loop)
+        loop.run()
+        return makeReport(startedAt: started)
+    }
+
+    private func seconds(_ instant: Instant) -> Double {
+        guard let model else { return 0 }
+        let duration = instant - model.start
+        return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    private func schedule(start: Instant, on loop: EventLoop) {
+        for (index, participant) in participants.enumerated() {
+            loop.schedule(at: start + .nanoseconds(Int64(Double(index) / options.joinRate * 1e9))) { participant.join() }
+        }
+        let audio = MediaTick(loop: loop, interval: { .milliseconds(20) }, maximumLateness: .milliseconds(100)) { [unowned self] _ in
+            let now = loop.clock.now()
+            for participant in participants { participant.sendAudio(now: now) }
+        }
+        ticks.append(audio)
+        if let video = options.video {
+            let interval = Duration.nanoseconds(1_000_000_000 / Int64(video.framesPerSecond))
+            ticks.append(MediaTick(loop: loop, interval: { interval }, maximumLateness: .milliseconds(200)) { [unowned self] _ in
+                let now = loop.clock.now()
+                for participant in participants { participant.sendVideo(now: now) }
+            })
+        }
+        ticks.append(MediaTick(loop: loop, interval: { .seconds(1) }, maximumLateness: .seconds(1)) { [unowned self] _ in sample() })
+        if options.churn > 0 {
+            let interval = Duration.nanoseconds(Int64(1e9 / options.churn))
+            ticks.append(MediaTick(loop: loop, interval: { interval }, maximumLateness: .seconds(1)) { [unowned self] _ in churn() })
+        }
+        loop.schedule(at: start) { [unowned self] in
+            for tick in ticks { tick.start() }
+        }
+        loop.schedule(at: start + options.duration) { [unowned self] in finish() }
+    }
+
+    // MARK: During the run
+
+    /// Once a second: the live line, the host's metrics and layout, the load generator's CPU.
+    private func sample() {
+        guard let loop, let model else { return }
+        let now = loop.clock.now()
+        let at = seconds(now)
+        let connected = participants.filter { $0.state == .connected }.count
+        if connected == participants.count, allJoinedAt == nil { allJoinedAt = at }
+        let results = participants.map(\.results)
+        let incoming = results.reduce(0) { $0 + $1.audioPacketsReceived + $1.videoPacketsReceived }
+        let outgoing = participants.reduce(0) { $0 + $1.packetsSent }
+        let audio = Percentile.of(results.flatMap { $0.audioLatencies.filter { $0.at > at - 1 }.map(\.milliseconds) }, 0.5)
+        let video = Percentile.of(results.flatMap { $0.videoLatencies.filter { $0.at > at - 1 }.map(\.milliseconds) }, 0.5)
+        let loss = participants.map(\.lossFraction).max() ?? 0
+        let host = hostRate(at: at)
+        samples.append(LoadReport.Sample(seconds: at, participantsConnected: connected,
+                                         packetsInPerSecond: Double(incoming - lastPackets.incoming),
+                                         packetsOutPerSecond: Double(outgoing - lastPackets.outgoing), lossFraction: loss,
+                                         audioLatencyMilliseconds: audio, videoLatencyMilliseconds: video,
+                                         hostCPU: host?.cpu, compositeFramesPerSecond: host?.frames))
+        lastPackets = (incoming, outgoing)
+        loadCPUReadings.append((at, Self.processCPUSeconds()))
+        let failed = participants.reduce(0) { $0 + $1.results.failures.count }
+        func ms(_ value: Double?) -> String { value.map { String(format: "%.0f ms", $0) } ?? "-" }
+        progress(String(format: "load %3.0fs  joined %d/%d  failed %d  in %.0f pkt/s  out %.0f pkt/s  loss %.2f%%  audio %@  video %@  host cpu %@",
+                        at, connected, participants.count, failed, samples.last?.packetsInPerSecond ?? 0,
+                        samples.last?.packetsOutPerSecond ?? 0, loss * 100, ms(audio), ms(video),
+                        host.map { String(format: "%.2f", $0.cpu) } ?? "-"))
+        let confined = LoopConfined(self)
+        http.send("GET", "/metrics") { result in
+            guard case .success(let reply) = result, reply.status == 200 else { return }
+            let values = Self.parseMetrics(reply.text)
+            loop.execute { confined.value.hostReadings.append((confined.value.seconds(loop.clock.now()), values)) }
+        }
+        if options.video != nil {
+            http.send("GET", "/v1/rooms/\(options.room)/layout") { result in
+                guard case .success(let reply) = result, reply.status == 200,
+                      let template = try? JSONDecoder().decode(TemplateDescription.self, from: Data(reply.body)) else { return }
+                loop.execute {
+                    confined.value.model?.layout = (template, loop.clock.now())
+                }
+            }
+        }
+        _ = model
+    }
+
+    /// The host's CPU (cores) and composite frames per second over the last two readings.
+    private func hostRate(at: Double) -> (cpu: Double, frames: Double?)? {
+        guard hostReadings.count >= 2 else { return nil }
+        let last = hostReadings[hostReadings.count - 1], before = hostReadings[hostReadings.count - 2]
+        let span = last.seconds - before.seconds
+        guard span > 0.2, let cpu = last.values["process_cpu_seconds_total"], let cpuBefore = before.values["process_cpu_seconds_total"] else {
+            return nil
+        }
+        let frames = last.values["tessera_video_frames_composed"].flatMap { now in
+            before.values["tessera_video_frames_composed"].map { (now - $0) / span }
+        }
+        return ((cpu - cpuBefore) / span, frames)
+    }
+
+    /// One leave; the leaver comes back a second later. Speakers and decoders stay, so the
+    /// checks keep their references.
+    private func churn() {
+        let candidates = participants.filter { $0.state == .connected && !$0.isSpeaker && !$0.decodes }
+        guard !candidates.isEmpty else { return }
+        let leaver = candidates[Int(churnGenerator.next() % UInt64(candidates.count))]
+        leaver.leave()
+        rejoinLater(leaver)
+    }
+
+    private func rejoinLater(_ participant: LoadParticipant) {
+        guard let loop, let model, endedAt == nil else { return }
+        loop.schedule(at: loop.clock.now() + .seconds(1)) { [unowned self] in
+            guard endedAt == nil else { return }
+            participant.join()
+        }
+        _ = model
+    }
+
+    /// The end: every participant leaves (DELETE); the loop stops when the host has answered
+    /// them all, or after 5 s.
+    private func finish() {
+        guard let loop else { return }
+        endedAt = seconds(loop.clock.now())
+        sample()
+        for tick in ticks { tick.stop() }
+        let confined = LoopConfined(self)
+        // Counted before any answer can come back, so the last answer (not an early one) stops the loop.
+        pendingDeletes = participants.count + 1
+        for participant in participants {
+            participant.leave { confined.value.deleteAnswered() }
+        }
+        loop.schedule(at: loop.clock.now() + .seconds(5)) { loop.stop() }
+        deleteAnswered()
+    }
+
+    private func deleteAnswered() {
+        pendingDeletes -= 1
+        if pendingDeletes == 0 { loop?.stop() }
+    }
+
+    static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// Prometheus text: `name{labels} value` lines by `name{labels}`.
+    static func parseMetrics(_ text: String) -> [String: Double] {
+        var values: [String: Double] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+            values[String(line[..<space])] = value
+        }
+        return values
+    }
+
+    // MARK: The report
+
+    private func makeReport(startedAt: Date) -> LoadReport {
+        http.cancelAll()
+        let end = endedAt ?? samples.last?.seconds ?? 0
+        let rampEnd = Double(options.participants - 1) / options.joinRate
+        let steadyStart = min((allJoinedAt ?? rampEnd) + 2, end * 0.75)
+        let results = participants.map { $0.closeResults() }
+        let window = { (readings: [(seconds: Double, value: Double)]) -> Double? in
+            guard let first = readings.first(where: { $0.seconds >= steadyStart }), let last = readings.last(where: { $0.seconds <= end + 0.5 }),
+                  last.seconds - first.seconds > 0.5 else { return nil }
+            return (last.value - first.value) / (last.seconds - first.seconds)
+        }
+        func hostWindow(_ name: String) -> Double? {
+            window(hostReadings.compactMap { reading in reading.values[name].map { (reading.seconds, $0) } })
+        }
+        func hostDelta(_ name: String) -> Double? {
+            let readings = hostReadings.compactMap { reading in reading.values[name].map { (seconds: reading.seconds, value: $0) } }
+            guard let first = readings.first(where: { $0.seconds >= steadyStart }), let last = readings.last else { return nil }
+            return last.value - first.value
+        }
+        let hostCPU = hostWindow("process_cpu_seconds_total")
+        let loadCPU = window(loadCPUReadings.map { ($0.seconds, $0.cpu) }) ?? 0
+        let count = Double(options.participants)
+        let audioLatencies = results.flatMap { $0.audioLatencies.map { [$0.at, $0.milliseconds] } }.sorted { $0[0] < $1[0] }
+        let videoLatencies = results.flatMap { $0.videoLatencies.map { [$0.at, $0.milliseconds] } }.sorted { $0[0] < $1[0] }
+        let audioValues = audioLatencies.map { $0[1] }, videoValues = videoLatencies.map { $0[1] }
+        let decoders = participants.filter(\.decodes).map(\.identity)
+        let decoding = options.video == nil ? "the mix of every participant (Opus), no video"
+            : "the mix of every participant; the composite (VP8) of \(decoders.isEmpty ? "none" : decoders.joined(separator: ", ")), every 6th picture checked; the others count composite packets and frames"
+        let figures = LoadReport.Figures(
+            participants: options.participants, speakers: options.speakers, video: options.video?.description ?? "off",
+            durationSeconds: end, joinMillisecondsMedian: Percentile.of(results.flatMap(\.joinMilliseconds), 0.5),
+            firstFrameMillisecondsMedian: Percentile.of(results.compactMap(\.firstFrameMilliseconds), 0.5),
+            audioLatencyMillisecondsMedian: Percentile.of(audioValues, 0.5), audioLatencyMillisecondsP95: Percentile.of(audioValues, 0.95),
+            videoLatencyMillisecondsMedian: Percentile.of(videoValues, 0.5), videoLatencyMillisecondsP95: Percentile.of(videoValues, 0.95),
+            lossFractionMax: results.map(Self.loss).max() ?? 0,
+            jitterMillisecondsMedian: Percentile.of(results.flatMap(\.jitterMilliseconds), 0.5),
+            freezes: results.reduce(0) { $0 + $1.freezes }, steadySeconds: max(0, end - steadyStart),
+            hostCPU: hostCPU, hostCPUPerParticipant: hostCPU.map { $0 / count },
+            compositeFramesPerSecond: options.video == nil ? nil : hostWindow("tessera_video_frames_composed"),
+            compositePicturesDropped: options.video == nil ? nil : hostDelta("tessera_video_pictures_dropped"),
+            hostPacketsLost: hostDelta("tessera_packets_lost"),
+            loadGeneratorCPU: loadCPU, loadGeneratorCPUPerParticipant: loadCPU / count, decoding: decoding)
+        let checks = LoadChecks(options: options, identities: participants.map(\.identity), results: results,
+                                audioLatencies: audioValues, videoLatencies: videoValues).all
+        let participantReports = zip(participants, results).map { participant, result in
+            LoadReport.Participant(
+                identity: participant.identity, speaker: participant.isSpeaker, decodes: participant.decodes, joins: result.joins,
+                failures: result.failures, joinMilliseconds: result.joinMilliseconds, firstFrameMilliseconds: result.firstFrameMilliseconds,
+                audioPacketsReceived: result.audioPacketsReceived, videoPacketsReceived: result.videoPacketsReceived,
+                lossFraction: Self.loss(result), jitterMilliseconds: Percentile.of(result.jitterMilliseconds, 0.5) ?? 0,
+                videoFramesReceived: result.videoFramesReceived, framesDecoded: result.framesDecoded, freezes: result.freezes,
+                freezeMilliseconds: result.freezeMilliseconds,
+                heard: Dictionary(uniqueKeysWithValues: result.framesExpectingSpeaker.map { speaker, frames in
+                    ("load-\(speaker)", Double(result.framesHearingSpeaker[speaker] ?? 0) / Double(max(frames, 1)))
+                }),
+                ownToneFraction: participant.isSpeaker
+                    ? Double(result.framesWithOwnTone) / Double(max(result.framesCheckedForOwnTone, 1)) : nil,
+                slotChecks: result.slotChecks, slotChecksPassed: result.slotChecksPassed,
+                audioLatencyMedianMilliseconds: Percentile.of(result.audioLatencies.map(\.milliseconds), 0.5),
+                videoLatencyMedianMilliseconds: Percentile.of(result.videoLatencies.map(\.milliseconds), 0.5))
+        }
+        let formatter = ISO8601DateFormatter()
+        return LoadReport(url: options.url, room: options.room, startedAt: formatter.string(from: startedAt),
+                          passed: checks.allSatisfy(\.passed), checks: checks, figures: figures, participants: participantReports,
+                          samples: samples, audioLatencies: audioLatencies, videoLatencies: videoLatencies)
+    }
+
+    static func loss(_ results: LoadParticipant.Results) -> Double {
+        results.packetsExpected > 0 ? Double(results.packetsLost) / Double(results.packetsExpected) : 0
+    }
+}
+
+/// SplitMix64: the churn's choices are the same on every run.
+struct SplitMix: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
