@@ -2,7 +2,7 @@
 # Interop suite for the host's echo endpoint (POST /v1/echo): real WebRTC peers call it and
 # check that what they send comes back.
 #
-#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium gstreamer page room"] [--seconds N]
+#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium gstreamer page room load"] [--seconds N]
 #                  [--media-port 50000] [--ready-timeout 30] [--keep-logs]
 #
 # Everything runs inside a private network namespace that holds only loopback (the script
@@ -23,7 +23,7 @@ set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 TESSERA="$REPO/.build/debug/tessera"
-PEERS="aiortc chromium gstreamer page room"
+PEERS="aiortc chromium gstreamer page room load"
 SECONDS_PER_CALL=10
 MEDIA_PORT=50000
 READY_TIMEOUT=30
@@ -126,10 +126,11 @@ URL="$BASE/v1/echo"
 echo "interop: host ready at $BASE"
 
 # --- peers -----------------------------------------------------------------------------
-# run_peer NAME CMD...: runs one peer test under a timeout, shows its JSON line and failures.
+# run_peer NAME CMD...: runs one peer test under a timeout (PEER_LIMIT seconds, or the call's
+# seconds plus 45), shows its JSON line and failures.
 run_peer() {
     local name=$1; shift
-    local limit=$((${SECONDS_PER_CALL%.*} + 45))
+    local limit=${PEER_LIMIT:-$((${SECONDS_PER_CALL%.*} + 45))}
     echo "interop: running $name"
     timeout -k 5 "$limit" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" </dev/null
     local rc=$?
@@ -184,7 +185,10 @@ for peer in $PEERS; do
             # three participants in one room; a recording lands in the host's cwd (ours) + recordings/
             run_peer room "$VENV_PY" "$HERE/room_aiortc.py" --url "$BASE" --room interop --timeout 38 \
                 --recordings-dir "$TMP/recordings" ;;
-        *) fail "$peer" "unknown peer (aiortc, chromium, gstreamer, page, room)" ;;
+        load)
+            # tessera load against hosts of its own (a sound one, two deliberately broken ones)
+            PEER_LIMIT=180 run_peer load bash "$HERE/load_check.sh" "$TESSERA" "$TMP/load" ;;
+        *) fail "$peer" "unknown peer (aiortc, chromium, gstreamer, page, room, load)" ;;
     esac
 done
 
