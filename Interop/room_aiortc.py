@@ -80,15 +80,15 @@ class Peer:
             self.audio = [(t, c) for t, c in self.audio if t >= cut]
 
 
-def tone_powers(x, rate):
-    """Share of the total power in a band around each participant's tone, and the RMS (dBFS)."""
+def tone_powers(x, rate, tones=TONES):
+    """Share of the total power in a band around each of `tones` ({name: Hz}), and the RMS (dBFS)."""
     if len(x) < rate // 5:           # at least 0.2 s
         return None
     spec = np.abs(np.fft.rfft(x * np.hanning(len(x)))) ** 2
     spec[0] = 0
     freqs = np.fft.rfftfreq(len(x), 1.0 / rate)
     total = float(spec.sum()) or 1e-30
-    shares = {n: float(spec[(freqs > hz - BAND_HZ) & (freqs < hz + BAND_HZ)].sum()) / total for n, hz in TONES.items()}
+    shares = {n: float(spec[(freqs > hz - BAND_HZ) & (freqs < hz + BAND_HZ)].sum()) / total for n, hz in tones.items()}
     rms = math.sqrt(float(np.mean(x * x)))
     return {"shares": shares, "rmsDbfs": round(20 * math.log10(rms), 1) if rms > 0 else -200.0}
 
@@ -97,15 +97,15 @@ def db(a, b):
     return 10 * math.log10(max(a, 1e-12) / max(b, 1e-12))
 
 
-def judge_audio(p, hear, not_hear, since, seconds):
+def judge_audio(p, hear, not_hear, since, seconds, tones=TONES):
     """(ok, detail): the tones of `hear` are strong, those of `not_hear` >= ABSENT_DB below them."""
-    m = tone_powers(p.window(since, seconds), p.rate)
+    m = tone_powers(p.window(since, seconds), p.rate, tones)
     if m is None:
         return False, "not enough audio yet", None
     s = m["shares"]
     weakest = min(s[n] for n in hear) if hear else 1.0
-    problems = ["%s (%g Hz) share %.3f < %.2f" % (n, TONES[n], s[n], MIN_SHARE) for n in hear if s[n] < MIN_SHARE]
-    problems += ["%s (%g Hz) only %.1f dB below the weakest heard tone, want >= %.0f" % (n, TONES[n], db(weakest, s[n]), ABSENT_DB)
+    problems = ["%s (%g Hz) share %.3f < %.2f" % (n, tones[n], s[n], MIN_SHARE) for n in hear if s[n] < MIN_SHARE]
+    problems += ["%s (%g Hz) only %.1f dB below the weakest heard tone, want >= %.0f" % (n, tones[n], db(weakest, s[n]), ABSENT_DB)
                  for n in not_hear if db(weakest, s[n]) < ABSENT_DB]
     summary = {n: round(v, 4) for n, v in s.items()}
     summary["rmsDbfs"] = m["rmsDbfs"]

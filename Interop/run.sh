@@ -177,7 +177,12 @@ for peer in $PEERS; do
             if ! command -v chromium >/dev/null; then
                 fail page "chromium is not installed (Debian package chromium)"; continue
             fi
-            run_peer page "$SYS_PY" "$HERE/page_chromium.py" --url "$BASE" --seconds 30 ;;
+            if ! "$VENV_PY" -c 'import aiortc, numpy' 2>/dev/null; then
+                fail page "no aiortc in $REPO/.venv (run scripts/setup.sh)"; continue
+            fi
+            # the page in headless Chromium + two aiortc participants in one room; the page's
+            # own self-check (window.tessera.selfCheck) says what it decodes and hears
+            run_peer page "$VENV_PY" "$HERE/page_chromium.py" --url "$BASE" --room page-test --timeout 38 ;;
         room)
             if ! "$VENV_PY" -c 'import aiortc, numpy' 2>/dev/null; then
                 fail room "no aiortc in $REPO/.venv (run scripts/setup.sh)"; continue

@@ -154,6 +154,115 @@ async function stopRecording() {
   $("recordStop").disabled = true;
 }
 
+// --- Self-check: what this page receives, for diagnosis from the browser's console --------
+//   await tessera.selfCheck()                                    the composite, the connection and
+//                                                                 the browser's bandwidth estimate
+//   await tessera.selfCheck({ tones: [440, 660], points: [[0.25, 0.25]] })
+//                                                                 + the mix at those frequencies
+//                                                                 + the composite's colour there
+// The answer is plain JSON (the interop test, Interop/page_chromium.py, asks the same).
+const check = { framesPresented: 0, audio: null };
+
+// Frames of the composite shown so far (counted by the video element itself).
+if ("requestVideoFrameCallback" in HTMLVideoElement.prototype) {
+  const onFrame = () => { check.framesPresented++; $("composite").requestVideoFrameCallback(onFrame); };
+  $("composite").requestVideoFrameCallback(onFrame);
+}
+
+// An AnalyserNode on the received mix (Chromium feeds remote audio to Web Audio only while it
+// also plays in a media element: the <audio id="mix"> does that).
+function mixAnalyser() {
+  const track = $("mix").srcObject?.getAudioTracks()[0];
+  if (!track) return null;
+  if (check.audio?.track !== track) {
+    check.audio?.context.close();
+    const context = new AudioContext();
+    const analyser = context.createAnalyser();
+    analyser.fftSize = 8192;
+    analyser.smoothingTimeConstant = 0;
+    context.createMediaStreamSource(new MediaStream([track])).connect(analyser);
+    check.audio = { track, context, analyser };
+  }
+  check.audio.context.resume();
+  return check.audio.analyser;
+}
+
+// The mix's level at each frequency (dB, the strongest bin within 15 Hz of it) and how far that
+// is above the noise floor (the median bin from 100 Hz to 4 kHz), over `ms` of listening.
+async function toneLevels(frequencies, ms = 600) {
+  const analyser = mixAnalyser();
+  if (!analyser) return null;
+  const bins = new Float32Array(analyser.frequencyBinCount), power = new Float64Array(bins.length);
+  let snapshots = 0;
+  for (const end = performance.now() + ms; performance.now() < end; snapshots++) {
+    analyser.getFloatFrequencyData(bins);
+    bins.forEach((db, i) => { power[i] += 10 ** (db / 10); });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const binHz = analyser.context.sampleRate / analyser.fftSize;
+  const db = (i) => Math.max(-200, 10 * Math.log10(power[i] / snapshots));
+  const band = (low, high) => [...power.keys()].filter((i) => i * binHz >= low && i * binHz <= high);
+  const floor = band(100, 4000).map(db).sort((a, b) => a - b);
+  const floorDb = floor[Math.floor(floor.length / 2)];
+  const peak = band(50, 8000).reduce((best, i) => (db(i) > db(best) ? i : best));
+  const round = (x) => Math.round(x * 10) / 10;
+  return {
+    floorDb: round(floorDb), peakHz: round(peak * binHz), contextState: analyser.context.state,
+    tones: frequencies.map((hz) => {
+      const level = Math.max(...band(hz - 15, hz + 15).map(db));
+      return { hz, db: round(level), aboveFloorDb: round(level - floorDb) };
+    }),
+  };
+}
+
+// The composite's colour around a point given as fractions of its size: the median of a patch
+// of 1/20 of the picture each way, as [r, g, b] and #rrggbb.
+function colourAt(x, y) {
+  const video = $("composite"), width = video.videoWidth, height = video.videoHeight;
+  if (!width || !height) return null;
+  const canvas = check.canvas ??= document.createElement("canvas");
+  Object.assign(canvas, { width, height });
+  const context = canvas.getContext("2d", { willReadFrequently: true });
+  context.drawImage(video, 0, 0, width, height);
+  const w = Math.max(1, Math.round(width / 20)), h = Math.max(1, Math.round(height / 20));
+  const left = Math.min(Math.max(0, Math.round(x * width - w / 2)), width - w);
+  const top = Math.min(Math.max(0, Math.round(y * height - h / 2)), height - h);
+  const data = context.getImageData(left, top, w, h).data;
+  const rgb = [0, 1, 2].map((channel) => {
+    const values = [];
+    for (let i = channel; i < data.length; i += 4) values.push(data[i]);
+    return values.sort((a, b) => a - b)[values.length >> 1];
+  });
+  return { x, y, rgb, hex: "#" + rgb.map((v) => v.toString(16).padStart(2, "0")).join("") };
+}
+
+async function selfCheck({ tones = [], points = [] } = {}) {
+  const video = $("composite");
+  const result = {
+    room: state.room, connection: state.pc?.connectionState ?? "not joined",
+    composite: { width: video.videoWidth, height: video.videoHeight, framesPresented: check.framesPresented,
+                 framesDecoded: 0, keyFramesDecoded: 0, packetsLost: 0 },
+    mix: { samplesReceived: 0, concealedSamples: 0 },
+  };
+  for (const report of (await state.pc?.getStats())?.values() ?? []) {
+    // What the browser estimates it can receive (its REMB to the host): the host sends its lower
+    // encoding of the composite when that is low.
+    if (report.type === "candidate-pair" && report.nominated) result.incomingBitrateEstimate = report.availableIncomingBitrate;
+    if (report.type !== "inbound-rtp") continue;
+    if (report.kind === "video") {
+      Object.assign(result.composite, { framesDecoded: report.framesDecoded ?? 0, keyFramesDecoded: report.keyFramesDecoded ?? 0,
+                                        packetsLost: report.packetsLost ?? 0, decodedSize: `${report.frameWidth}x${report.frameHeight}` });
+    } else if (report.kind === "audio") {
+      Object.assign(result.mix, { samplesReceived: report.totalSamplesReceived ?? 0, concealedSamples: report.concealedSamples ?? 0 });
+    }
+  }
+  if (tones.length) Object.assign(result.mix, await toneLevels(tones));
+  if (points.length) result.colours = points.map(([x, y]) => colourAt(x, y));
+  return result;
+}
+
+window.tessera = { selfCheck, toneLevels, colourAt };
+
 $("join").addEventListener("submit", join);
 $("leaveButton").addEventListener("click", leave);
 for (const button of document.querySelectorAll("[data-preset]")) {
