@@ -63,7 +63,7 @@ let package = Package(
         .testTarget(name: "CompositingTests", dependencies: ["Compositing", "Media", "Wire", "WireTesting"]),
         .testTarget(name: "SocketsTests", dependencies: ["Sockets", "Transport", "Wire"]),
         .testTarget(name: "LoadTests", dependencies: ["Load", "Media", "Compositing", "WireTesting"]),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "Sockets", "Compositing", "WireTesting"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Sockets", "Load", "Compositing", "WireTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Sockets
 import Foundation
+import Load
 import RTP
 import SDP
 import Transport
@@ -16,36 +17,10 @@ import Wire
 /// keeps what it received (`echoes`, `rtcp`) for the caller to check, and exposes the raw
 /// socket and the SRTP protection for tests that send bad input at a live session.
 final class EchoLoopbackClient {
-    /// One m= section of the offer: what the client sends on it.
-    struct Section: Sendable {
-        let mid: String
-        let kind: MediaKind
-        let payloadType: UInt8
-        let encodingName: String
-        let clockRate: UInt32
-        let channels: UInt8?
-        /// The codec's a=fmtp parameters, if any.
-        let formatParameters: String?
-        let ssrc: UInt32
-        let rtxPayloadType: UInt8?
-        let rtxSSRC: UInt32?
-    }
-
-    /// What the client needs from the host's answer.
-    struct Answer {
-        let description: SessionDescription
-        /// The session's URL path, from `Location`.
-        let location: String
-        let hostICE: ICECredentials
-        let hostFingerprints: [CertificateFingerprint]
-        let setup: SetupRole?
-        /// The first UDP host candidate.
-        let candidate: TransportAddress
-        /// The host's SSRC for each accepted mid (its `a=ssrc` cname line).
-        let hostSSRCs: [String: UInt32]
-        /// The negotiated id of the sdes:mid header extension.
-        let midExtensionID: UInt8?
-    }
+    /// One m= section of the offer, and what the client reads from the answer: the load
+    /// generator's signalling (`Load.ClientOffer`, `Load.ClientAnswer`).
+    typealias Section = ClientOffer.Section
+    typealias Answer = ClientAnswer
 
     /// Milliseconds measured from just before the POST, for the report (no thresholds).
     struct Timings {
@@ -75,9 +50,8 @@ final class EchoLoopbackClient {
         }
     }
 
-    static let midExtensionURI = "urn:ietf:params:rtp-hdrext:sdes:mid"
     /// The id the offer gives the sdes:mid extension.
-    static let offeredMidExtensionID: UInt16 = 1
+    static let offeredMidExtensionID = ClientOffer.midExtensionID
 
     let http: HTTPTestClient
     let socket: UDPSocket
@@ -120,69 +94,18 @@ final class EchoLoopbackClient {
         var generator = SystemRandomNumberGenerator()
         func ssrc() -> UInt32 { UInt32.random(in: 1...UInt32.max, using: &generator) }
         cname = "\(name)-" + String(UInt32.random(in: 1...UInt32.max, using: &generator), radix: 36)
-        audio = Section(mid: "0", kind: .audio, payloadType: 111, encodingName: "opus", clockRate: 48000, channels: 2,
-                        formatParameters: "minptime=10;useinbandfec=1", ssrc: ssrc(), rtxPayloadType: nil, rtxSSRC: nil)
-        video = Section(mid: "1", kind: .video, payloadType: 96, encodingName: "VP8", clockRate: 90000, channels: nil,
-                        formatParameters: nil, ssrc: ssrc(), rtxPayloadType: 97, rtxSSRC: ssrc())
+        audio = .opus(mid: "0", ssrc: ssrc())
+        video = .vp8(mid: "1", ssrc: ssrc(), rtxSSRC: ssrc())
     }
 
     var localAddress: TransportAddress { socket.localAddress }
 
     // MARK: The offer
 
-    /// The offer as a `SessionDescription`: BUNDLE of the sections (the client's audio and video
-    /// unless told otherwise), rtcp-mux, actpass, the client's ICE credentials and certificate
-    /// fingerprint, a=ssrc with cname, sdes:mid.
+    /// The offer as a `SessionDescription` (`ClientOffer`): the sections (the client's audio and
+    /// video unless told otherwise), the client's ICE credentials and certificate fingerprint.
     func offer(_ offered: [Section]? = nil) -> SessionDescription {
-        let fingerprint = Fingerprint(hashFunction: certificate.fingerprint.algorithm, bytes: certificate.fingerprint.digest)
-        let offered = offered ?? sections
-        let media = offered.map { section -> MediaDescription in
-            var attributes: [Attribute] = [
-                .mid(section.mid),
-                .iceUsernameFragment(ice.ufrag),
-                .icePassword(ice.password),
-                .other("ice-options", "trickle"),
-                .fingerprint(fingerprint),
-                .setup(offeredSetup),
-                .extmap(ExtensionMap(id: Self.offeredMidExtensionID, uri: Self.midExtensionURI)),
-                .direction(.sendrecv),
-                .msid(MSID(streamID: cname, trackID: "\(section.kind.name)-\(section.mid)")),
-                .flag("rtcp-mux"),
-                .flag("rtcp-rsize"),
-                .rtpmap(RTPMap(payloadType: section.payloadType, encodingName: section.encodingName,
-                               clockRate: section.clockRate, channels: section.channels)),
-            ]
-            if let parameters = section.formatParameters {
-                attributes.append(.fmtp(FormatParameters(payloadType: section.payloadType, parameters: parameters)))
-            }
-            if section.kind == .video {
-                attributes += [
-                    .rtcpFeedback(RTCPFeedback(payloadType: section.payloadType, type: "nack")),
-                    .rtcpFeedback(RTCPFeedback(payloadType: section.payloadType, type: "nack", parameter: "pli")),
-                    .rtcpFeedback(RTCPFeedback(payloadType: section.payloadType, type: "ccm", parameter: "fir")),
-                ]
-            }
-            var formats = [String(section.payloadType)]
-            if let rtx = section.rtxPayloadType {
-                formats.append(String(rtx))
-                attributes.append(.rtpmap(RTPMap(payloadType: rtx, encodingName: "rtx", clockRate: section.clockRate)))
-                attributes.append(.fmtp(FormatParameters(payloadType: rtx, parameters: "apt=\(section.payloadType)")))
-            }
-            var ssrcs = [section.ssrc]
-            if let rtxSSRC = section.rtxSSRC {
-                ssrcs.append(rtxSSRC)
-                attributes.append(.ssrcGroup(SSRCGroup(semantics: "FID", ssrcs: ssrcs)))
-            }
-            for ssrc in ssrcs {
-                attributes.append(.ssrc(SSRCAttribute(ssrc: ssrc, attribute: "cname", value: cname)))
-            }
-            return MediaDescription(kind: section.kind, port: 9, transportProtocol: "UDP/TLS/RTP/SAVPF", formats: formats,
-                                    connections: [Connection(address: "0.0.0.0")], attributes: attributes)
-        }
-        return SessionDescription(
-            origin: Origin(sessionID: String(UInt32.random(in: 1...UInt32.max)), sessionVersion: "2", address: "127.0.0.1"),
-            attributes: [.group(MediaGroup(semantics: "BUNDLE", mids: offered.map(\.mid))), .other("msid-semantic", " WMS \(cname)")],
-            media: media)
+        ClientOffer(ice: ice, fingerprint: certificate.fingerprint, setup: offeredSetup, cname: cname, sections: offered ?? sections).description
     }
 
     // MARK: Connecting
@@ -203,44 +126,7 @@ final class EchoLoopbackClient {
 
     /// Reads what the client needs from a 201 answer.
     static func read(answer response: HTTPTestClient.Response) throws -> Answer {
-        guard response.headers["content-type"] == "application/sdp" else {
-            throw Failure.badAnswer("Content-Type \(response.headers["content-type"] ?? "none")")
-        }
-        guard let location = response.headers["location"] else { throw Failure.badAnswer("no Location") }
-        let description: SessionDescription
-        do { description = try SessionDescription(parsing: response.body) } catch {
-            throw Failure.badAnswer("\(error)")
-        }
-        guard let first = description.media.first(where: { $0.port != 0 }) else { throw Failure.badAnswer("no accepted section") }
-        guard let ufrag = first.iceUsernameFragment ?? description.iceUsernameFragment,
-              let pwd = first.icePassword ?? description.icePassword else { throw Failure.badAnswer("no ICE credentials") }
-        let fingerprints = (first.fingerprints.isEmpty ? description.fingerprints : first.fingerprints).map {
-            CertificateFingerprint(algorithm: $0.hashFunction, digest: $0.bytes)
-        }
-        guard !fingerprints.isEmpty else { throw Failure.badAnswer("no fingerprint") }
-        guard let candidate = first.candidates.first(where: { $0.isUDP && $0.component == 1 }),
-              let address = Self.address(candidate.address, port: candidate.port) else {
-            throw Failure.badAnswer("no usable UDP host candidate")
-        }
-        var hostSSRCs: [String: UInt32] = [:]
-        for section in description.media where section.port != 0 {
-            guard let mid = section.mid, let cnameLine = section.ssrcAttributes.first(where: { $0.attribute == "cname" }) else { continue }
-            hostSSRCs[mid] = cnameLine.ssrc
-        }
-        let midID = first.extensionMaps.first { $0.uri == midExtensionURI }.map { UInt8(truncatingIfNeeded: $0.id) }
-        return Answer(description: description, location: location, hostICE: ICECredentials(ufrag: ufrag, password: pwd),
-                      hostFingerprints: fingerprints, setup: first.setupRole ?? description.setupRole,
-                      candidate: address, hostSSRCs: hostSSRCs, midExtensionID: midID)
-    }
-
-    /// A numeric IPv4 or IPv6 candidate address (no name resolution: the host announces numbers).
-    static func address(_ text: String, port: UInt16) -> TransportAddress? {
-        for (family, count) in [(AF_INET, 4), (AF_INET6, 16)] {
-            var bytes = [UInt8](repeating: 0, count: count)
-            let converted = bytes.withUnsafeMutableBytes { inet_pton(family, text, $0.baseAddress) }
-            if converted == 1 { return TransportAddress(addressBytes: bytes, port: port) }
-        }
-        return nil
+        try ClientAnswer(contentType: response.headers["content-type"], location: response.headers["location"], body: response.body)
     }
 
     /// Makes the client transport for the answer: controlling ICE toward the host's candidate,
