@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Room benchmarks with `tessera load` (release builds of host and load generator, on this machine,
+# inside a loopback-only network namespace). Each point is 3 runs, each against a fresh host; the
+# table holds medians of the runs' figures (each run's figures are its steady window: from the last
+# join + 2 s to the end).
+#   scripts/bench-load.sh [audio|video|largest]...      (default: audio video)
+#     audio    rooms of 10, 50 and 200 guests, 3 speaking, no video
+#     video    rooms of 4, 9, 16 and 25 guests sending 640x360@30, a 1280x720@30 composite
+#     largest  the largest audio room (3 speaking) and 360p video room whose checks all pass,
+#              growing the room until a run fails (bounded: at most 8 sizes each)
+# Environment: RUNS (3), BENCH_DIR (/tmp/tessera-bench-load).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+setup_test
+
+if [ -z "${TESSERA_BENCH_NETNS:-}" ]; then
+    cd "$TESSERA_ROOT"
+    swift build -c release --product tessera >/dev/null
+    flags=-n; [ "$(id -u)" -eq 0 ] || flags=-rn
+    TESSERA_BENCH_NETNS=1 exec unshare $flags sh -c 'ip link set lo up && exec "$@"' sh "$0" "$@"
+fi
+
+cd "$TESSERA_ROOT"
+TESSERA=$TESSERA_ROOT/.build/release/tessera
+WORK=${BENCH_DIR:-/tmp/tessera-bench-load}
+RUNS=${RUNS:-3}
+mkdir -p "$WORK"
+HOST_PID=
+stop_host() {
+    [ -n "$HOST_PID" ] || return 0
+    kill -TERM "$HOST_PID" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$HOST_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$HOST_PID" 2>/dev/null || true
+    wait "$HOST_PID" 2>/dev/null || true
+    HOST_PID=
+}
+trap stop_host EXIT
+
+# one_run NAME LOAD_ARGS...: a fresh host, one load run; the report at $WORK/NAME.json; status in RC.
+one_run() {
+    local name=$1; shift
+    cat >"$WORK/host.json" <<EOF
+{"http": {"listen": "127.0.0.1:0"}, "media": {"listen": "127.0.0.1:50000"},
+ "limits": {"maxParticipantsPerRoom": 2000}, "recordings": {"folder": "$WORK/recordings"}}
+EOF
+    "$TESSERA" serve --config "$WORK/host.json" >"$WORK/host.log" 2>&1 </dev/null &
+    HOST_PID=$!
+    local base=
+    for _ in $(seq 100); do
+        base=$(sed -n 's#^.*tessera: listening on \(http://[^[:space:]]*\).*$#\1#p' "$WORK/host.log" | head -n 1)
+        [ -n "$base" ] && break
+        sleep 0.1
+    done
+    set +e
+    timeout -k 5 300 "$TESSERA" load --url "$base" --quiet --report "$WORK/$name" "$@" >"$WORK/$name.out" 2>&1
+    RC=$?
+    set -e
+    stop_host
+    echo "bench-load: $name: exit $RC: $(grep -E '^load: ' "$WORK/$name.out" | tail -n 1)" >&2
+}
+
+# point LABEL N ARGS...: RUNS runs of N participants; prints one table row of medians.
+point() {
+    local label=$1 n=$2; shift 2
+    local reports=()
+    for run in $(seq "$RUNS"); do
+        one_run "$label-$run" --participants "$n" "$@"
+        reports+=("$WORK/$label-$run.json")
+    done
+    python3 - "$label" "${reports[@]}" <<'PY'
+import json, statistics, sys
+label, paths = sys.argv[1], sys.argv[2:]
+runs = [json.load(open(p)) for p in paths]
+def med(key, scale=1.0):
+    values = [r["figures"].get(key) for r in runs]
+    values = [v * scale for v in values if v is not None]
+    return f"{statistics.median(values):.3g}" if values else "-"
+passed = sum(1 for r in runs if r["passed"])
+f = runs[0]["figures"]
+print(f"| {label} | {f['participants']} | {passed}/{len(runs)} | {med('hostCPU')} | {med('hostCPUPerParticipant', 100)} % "
+      f"| {med('compositeFramesPerSecond')} | {med('compositePicturesDropped')} | {med('audioLatencyMillisecondsMedian')} "
+      f"| {med('videoLatencyMillisecondsMedian')} | {med('lossFractionMax', 100)} % | {med('loadGeneratorCPUPerParticipant', 100)} % |")
+PY
+}
+
+header() {
+    echo "| room | guests | runs passed | host CPU (cores) | host CPU per guest (of a core) | composite fps | composite pictures dropped | audio latency (ms) | video latency (ms) | worst loss | load generator CPU per guest |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+}
+
+# largest KIND ARGS...: grows the room while runs pass; prints the last size that passed.
+largest() {
+    local kind=$1; shift
+    local sizes=("$@") best=0
+    for n in "${sizes[@]}"; do
+        if [ "$kind" = audio ]; then
+            one_run "largest-audio-$n" --participants "$n" --speakers 3 --video off --join-rate 40 --duration 30s
+        else
+            one_run "largest-video-$n" --participants "$n" --speakers 3 --video 640x360@30 --join-rate 10 --duration 25s
+        fi
+        [ "$RC" -eq 0 ] || break
+        best=$n
+    done
+    echo "largest $kind room whose checks all pass (one run per size): $best"
+}
+
+modes=("$@")
+[ ${#modes[@]} -gt 0 ] || modes=(audio video)
+for mode in "${modes[@]}"; do
+    case $mode in
+        audio)
+            header
+            point audio-10 10 --speakers 3 --video off --join-rate 20 --duration 20s
+            point audio-50 50 --speakers 3 --video off --join-rate 20 --duration 20s
+            point audio-200 200 --speakers 3 --video off --join-rate 40 --duration 30s ;;
+        video)
+            header
+            for n in 4 9 16 25; do point "video-$n" "$n" --speakers 3 --video 640x360@30 --join-rate 10 --duration 20s; done ;;
+        largest)
+            largest audio 200 300 400 500 600 800 1000 1200
+            largest video 16 25 36 49 64 ;;
+        *) echo "bench-load: unknown mode $mode (audio, video, largest)" >&2; exit 2 ;;
+    esac
+done
