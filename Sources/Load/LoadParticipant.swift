@@ -102,7 +102,6 @@ final class LoadParticipant {
     private var loopFrame = 0
     /// Sent video packets by sequence number, for NACKs (the last 512).
     private var history: [UInt16: [UInt8]] = [:]
-    private(set) var retransmissions = 0
 
     init(index: Int, model: LoadRoomModel, loop: EventLoop, http: HostHTTPClient, certificate: DTLSCertificate,
          dtlsContext: DTLSContext, toneLoop: ToneLoop?, silence: [UInt8], pictureLoop: PictureLoop?) {
@@ -395,7 +394,6 @@ final class LoadParticipant {
             case .nack(let nack) where nack.mediaSSRC.rawValue == videoSSRC:
                 for sequence in nack.lostSequenceNumbers {
                     guard let bytes = history[sequence], transport?.sendRTP(bytes) == true else { continue }
-                    retransmissions += 1
                     packetsSent += 1
                 }
             case .pictureLossIndication(let pli) where pli.mediaSSRC.rawValue == videoSSRC:

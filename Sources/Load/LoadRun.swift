@@ -117,7 +117,7 @@ public final class LoadRun {
 
     /// Once a second: the live line, the host's metrics and layout, the load generator's CPU.
     private func sample() {
-        guard let loop, let model else { return }
+        guard let loop else { return }
         let now = loop.clock.now()
         let at = seconds(now)
         let connected = participants.filter { $0.state == .connected }.count
@@ -152,12 +152,9 @@ public final class LoadRun {
             http.send("GET", "/v1/rooms/\(options.room)/layout") { result in
                 guard case .success(let reply) = result, reply.status == 200,
                       let template = try? JSONDecoder().decode(TemplateDescription.self, from: Data(reply.body)) else { return }
-                loop.execute {
-                    confined.value.model?.layout = (template, loop.clock.now())
-                }
+                loop.execute { confined.value.model?.layout = (template, loop.clock.now()) }
             }
         }
-        _ = model
     }
 
     /// The host's CPU (cores) and composite frames per second over the last two readings.
@@ -185,12 +182,11 @@ public final class LoadRun {
     }
 
     private func rejoinLater(_ participant: LoadParticipant) {
-        guard let loop, let model, endedAt == nil else { return }
+        guard let loop, endedAt == nil else { return }
         loop.schedule(at: loop.clock.now() + .seconds(1)) { [unowned self] in
             guard endedAt == nil else { return }
             participant.join()
         }
-        _ = model
     }
 
     /// The end: every participant leaves (DELETE); the loop stops when the host has answered

@@ -9,6 +9,13 @@ import Wire
 ///
 /// Low when the estimate falls below `lowBelow`; back to the main encoding only above `highAbove`;
 /// and at most one change per `minimumDwell` (the first change may come at once).
+///
+/// A REMB counts only when it is below what the host sent the receiver: a browser's congestion
+/// control (GCC) keeps its REMB near 1.5 times what it receives, so while the composite is still
+/// and small, Chromium reports 300-600 kbit/s with nothing wrong. Such a REMB is no sign of a
+/// shortfall; one under 90% of the rate sent is. The same holds on the lower encoding, so a
+/// receiver whose REMB only follows what it gets climbs back by its loss-based estimate; if the
+/// main encoding is then too much for it, its REMBs fall under the rate sent and it goes low again.
 struct LowBandwidthDetector {
     /// Below this (bits/s) the receiver is low. Under the main encoding's usual bitrate.
     static let lowBelow = 700_000
@@ -21,6 +28,11 @@ struct LowBandwidthDetector {
     /// Whether the receiver should get the lower encoding.
     private(set) var isLow = false
     private var lastChange: Instant?
+    /// The rate of video the host sent the receiver over the last whole window, and the window
+    /// being counted.
+    private(set) var sentBitsPerSecond: Int?
+    private var sentWindow: (start: Instant, bytes: Int)?
+    static let sendRateWindow: Duration = .seconds(1)
 
     /// A detector for the receiver of the host's video SSRC `hostVideo`.
     init(hostVideo: SSRC) {
@@ -37,12 +49,28 @@ struct LowBandwidthDetector {
             case .senderReport(let report):
                 for block in report.reports { estimate.receivedReceptionReport(block, now: now) }
             case .receiverEstimatedMaximumBitrate(let remb):
-                estimate.receivedREMB(remb, now: now)
+                let shortfall = sentBitsPerSecond.map { Double(remb.bitrate) < 0.9 * Double($0) } ?? false
+                if shortfall { estimate.receivedREMB(remb, now: now) } else { estimate.forgetREMB() }
             default:
                 break
             }
         }
         evaluate(now: now)
+    }
+
+    /// Counts video the host sent the receiver (RTP bytes of one frame).
+    mutating func videoSent(bytes: Int, now: Instant) {
+        guard let window = sentWindow else {
+            sentWindow = (now, bytes)
+            return
+        }
+        let elapsed = now - window.start
+        guard elapsed >= Self.sendRateWindow else {
+            sentWindow = (window.start, window.bytes + bytes)
+            return
+        }
+        sentBitsPerSecond = Int(Double(window.bytes * 8) / (Double(elapsed.nanosecondsClamped) / 1e9))
+        sentWindow = (now, bytes)
     }
 
     /// Applies the thresholds to the estimate at `now`; true when `isLow` changed.

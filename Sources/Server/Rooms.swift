@@ -249,14 +249,19 @@ final class ParticipantSession: PeerEventSink {
     /// False while it cannot receive. The caller flushes the port after a round of sends.
     func sendVideo(_ packets: [RTPPacket]) -> Bool {
         guard let peerID, state == "secure", var out = videoOut else { return false }
+        var sent = 0
         for var packet in packets {
             packet.ssrc = out.ssrc
             packet.payloadType = out.payloadType
             packet.sequenceNumber = out.sequenceNumber
             out.sequenceNumber &+= 1
-            if let bytes = try? packet.serialized() { port.sendRTP(bytes, to: peerID) }
+            if let bytes = try? packet.serialized() {
+                port.sendRTP(bytes, to: peerID)
+                sent += bytes.count
+            }
         }
         videoOut = out
+        bandwidth?.videoSent(bytes: sent, now: port.loop.clock.now())
         return true
     }
 

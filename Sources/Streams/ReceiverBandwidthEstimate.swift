@@ -142,6 +142,12 @@ public struct ReceiverBandwidthEstimate: Sendable {
         return true
     }
 
+    /// Drops the REMB cap (the receiver's REMB was read as no sign of a shortfall).
+    public mutating func forgetREMB() {
+        guard rembBitrate != nil else { return }
+        rembBitrate = nil
+    }
+
     /// Takes transport-cc feedback: counts received and lost packets we have a record of (each
     /// number once), updates the acknowledged bitrate and, with enough packets, the estimate.
     public mutating func receivedTransportFeedback(_ feedback: TransportCCFeedback, now: Instant) {

@@ -131,3 +131,54 @@ import Wire
         #expect(!detector.isLow && now - back < LowBandwidthDetector.minimumDwell)
     }
 }
+
+/// REMB as browsers send it: GCC keeps it near 1.5 times what the receiver gets.
+@Suite struct LowBandwidthREMBTests {
+    static let host = SSRC(rawValue: 42)
+
+    static func remb(_ bitrate: UInt64) -> [RTCPPacket] {
+        [.receiverEstimatedMaximumBitrate(ReceiverEstimatedMaximumBitrate(senderSSRC: SSRC(rawValue: 7), bitrate: bitrate, ssrcs: [host]))]
+    }
+
+    /// Sends `bitsPerSecond` of video for `seconds` in 30 frames a second, with a REMB of
+    /// `rembBitrate` and a receiver report without loss after each second; the time it ends.
+    static func drive(_ detector: inout LowBandwidthDetector, from start: Instant, seconds: Int, bitsPerSecond: Int,
+                      rembBitrate: UInt64) -> Instant {
+        var now = start
+        for _ in 0..<seconds {
+            for _ in 0..<30 {
+                now = now + .nanoseconds(33_333_333)
+                detector.videoSent(bytes: bitsPerSecond / 8 / 30, now: now)
+            }
+            let noLoss = RTCPPacket.receiverReport(ReceiverReport(ssrc: SSRC(rawValue: 7), reports: [ReceptionReport(ssrc: host, fractionLost: 0)]))
+            detector.receive(Self.remb(rembBitrate) + [noLoss], now: now)
+        }
+        return now
+    }
+
+    @Test func aLowREMBAboveWhatIsSentIsNoShortfall() {
+        // A still composite: 300 kbit/s sent, REMB 450 kbit/s (under the 700 kbit/s threshold).
+        var detector = LowBandwidthDetector(hostVideo: Self.host)
+        _ = Self.drive(&detector, from: Instant(nanoseconds: 1_000_000_000), seconds: 10, bitsPerSecond: 300_000, rembBitrate: 450_000)
+        #expect(!detector.isLow)
+        #expect(detector.estimate.rembBitrate == nil)
+    }
+
+    @Test func aREMBUnderWhatIsSentMovesTheReceiverToTheLowerEncoding() {
+        // 1.5 Mbit/s sent, the receiver says it can take 500 kbit/s.
+        var detector = LowBandwidthDetector(hostVideo: Self.host)
+        _ = Self.drive(&detector, from: Instant(nanoseconds: 1_000_000_000), seconds: 3, bitsPerSecond: 1_500_000, rembBitrate: 500_000)
+        #expect(detector.isLow)
+        #expect(detector.estimate.rembBitrate == 500_000)
+    }
+
+    @Test func aReceiverWhoseREMBFollowsTheLowerEncodingClimbsBack() {
+        var detector = LowBandwidthDetector(hostVideo: Self.host)
+        let low = Self.drive(&detector, from: Instant(nanoseconds: 1_000_000_000), seconds: 3, bitsPerSecond: 1_500_000, rembBitrate: 500_000)
+        #expect(detector.isLow)
+        // On the lower encoding (300 kbit/s) its REMB is 1.5 times that, and nothing is lost: the
+        // loss-based estimate climbs over the 1.2 Mbit/s threshold and the dwell time passes.
+        let later = Self.drive(&detector, from: low, seconds: 8, bitsPerSecond: 300_000, rembBitrate: 450_000)
+        #expect(!detector.isLow, "estimate \(detector.estimate.estimate(now: later).bitsPerSecond)")
+    }
+}
