@@ -7,7 +7,8 @@
 #     audio    rooms of 10, 50 and 200 guests, 3 speaking, no video
 #     video    rooms of 4, 9, 16 and 25 guests sending 640x360@30, a 1280x720@30 composite
 #     largest  the largest audio room (3 speaking) and 360p video room whose checks all pass,
-#              growing the room until a run fails (bounded: at most 8 sizes each)
+#              growing the room until a run fails (bounded: at most 8 sizes each), then RUNS
+#              runs at the largest size that passed
 # Environment: RUNS (3), BENCH_DIR (/tmp/tessera-bench-load).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -78,30 +79,37 @@ def med(key, scale=1.0):
 passed = sum(1 for r in runs if r["passed"])
 f = runs[0]["figures"]
 print(f"| {label} | {f['participants']} | {passed}/{len(runs)} | {med('hostCPU')} | {med('hostCPUPerParticipant', 100)} % "
-      f"| {med('compositeFramesPerSecond')} | {med('compositePicturesDropped')} | {med('audioLatencyMillisecondsMedian')} "
+      f"| {med('compositeFramesPerSecond')} | {med('compositePicturesDropped')} | {med('cameraFramesDropped')} | {med('audioLatencyMillisecondsMedian')} "
       f"| {med('videoLatencyMillisecondsMedian')} | {med('lossFractionMax', 100)} % | {med('loadGeneratorCPUPerParticipant', 100)} % |")
 PY
 }
 
 header() {
-    echo "| room | guests | runs passed | host CPU (cores) | host CPU per guest (of a core) | composite fps | composite pictures dropped | audio latency (ms) | video latency (ms) | worst loss | load generator CPU per guest |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    echo "| room | guests | runs passed | host CPU (cores) | host CPU per guest (of a core) | composite fps | composite pictures dropped | camera frames dropped | audio latency (ms) | video latency (ms) | worst loss | load generator CPU per guest |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 }
 
-# largest KIND ARGS...: grows the room while runs pass; prints the last size that passed.
+largest_args() {
+    if [ "$1" = audio ]; then echo "--speakers 3 --video off --join-rate 40 --duration 30s"
+    else echo "--speakers 3 --video 640x360@30 --join-rate 10 --duration 25s"; fi
+}
+
+# largest KIND SIZES...: grows the room while one run per size passes, then RUNS runs at the
+# largest size that passed: their table row of medians.
 largest() {
     local kind=$1; shift
-    local sizes=("$@") best=0
-    for n in "${sizes[@]}"; do
-        if [ "$kind" = audio ]; then
-            one_run "largest-audio-$n" --participants "$n" --speakers 3 --video off --join-rate 40 --duration 30s
-        else
-            one_run "largest-video-$n" --participants "$n" --speakers 3 --video 640x360@30 --join-rate 10 --duration 25s
-        fi
+    local best=0
+    for n in "$@"; do
+        # shellcheck disable=SC2046
+        one_run "largest-$kind-$n" --participants "$n" $(largest_args "$kind")
         [ "$RC" -eq 0 ] || break
         best=$n
     done
     echo "largest $kind room whose checks all pass (one run per size): $best"
+    [ "$best" -gt 0 ] || return 0
+    header
+    # shellcheck disable=SC2046
+    point "largest-$kind-$best" "$best" $(largest_args "$kind")
 }
 
 modes=("$@")

@@ -69,6 +69,9 @@ public struct LoadReport: Codable, Sendable {
         public var hostCPUPerParticipant: Double?
         public var compositeFramesPerSecond: Double?
         public var compositePicturesDropped: Double?
+        /// Camera frames the host received and decoded per second, and those it dropped.
+        public var cameraFramesDecodedPerSecond: Double?
+        public var cameraFramesDropped: Double?
         public var hostPacketsLost: Double?
         public var loadGeneratorCPU: Double
         public var loadGeneratorCPUPerParticipant: Double
@@ -115,6 +118,8 @@ public struct LoadReport: Codable, Sendable {
             ("host CPU per participant", value(f.hostCPUPerParticipant.map { $0 * 100 }, " % of a core", digits: 2)),
             ("composite frames per second", value(f.compositeFramesPerSecond)),
             ("composite pictures dropped", value(f.compositePicturesDropped, digits: 0)),
+            ("camera frames decoded by the host per second", value(f.cameraFramesDecodedPerSecond)),
+            ("camera frames the host dropped", value(f.cameraFramesDropped, digits: 0)),
             ("load generator CPU per participant", value(f.loadGeneratorCPUPerParticipant * 100, " % of a core", digits: 2)),
             ("decoding", f.decoding),
         ]

@@ -270,6 +270,8 @@ public final class LoadRun {
             hostCPU: hostCPU, hostCPUPerParticipant: hostCPU.map { $0 / count },
             compositeFramesPerSecond: options.video == nil ? nil : hostWindow("tessera_video_frames_composed"),
             compositePicturesDropped: options.video == nil ? nil : hostDelta("tessera_video_pictures_dropped"),
+            cameraFramesDecodedPerSecond: options.video == nil ? nil : hostWindow(#"tessera_camera_frames{result="decoded"}"#),
+            cameraFramesDropped: options.video == nil ? nil : hostDelta(#"tessera_camera_frames{result="dropped"}"#),
             hostPacketsLost: hostDelta("tessera_packets_lost"),
             loadGeneratorCPU: loadCPU, loadGeneratorCPUPerParticipant: loadCPU / count, decoding: decoding)
         let checks = LoadChecks(options: options, identities: participants.map(\.identity), results: results,

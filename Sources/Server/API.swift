@@ -536,6 +536,9 @@ public final class HostAPI: Sendable {
             let everyone = rooms.value.rooms.values.flatMap(\.values)
             let lost = everyone.reduce(Int64(0)) { $0 + $1.packetsLost }
             let nacks = everyone.reduce(0) { $0 + $1.nacksSent }
+            let cameras = everyone.compactMap(\.cameraStatistics)
+            let cameraFramesDecoded = cameras.reduce(0) { $0 + $1.framesDecoded }
+            let cameraFramesDropped = cameras.reduce(0) { $0 + $1.framesLost + $1.framesDroppedWaitingForKeyFrame + $1.decodeErrors }
             let decodeSeconds = everyone.reduce(0.0) { $0 + Double($1.decodeTime.nanosecondsClamped) / 1e9 }
             let composed = rooms.value.video.values.reduce(0) { $0 + $1.framesComposed }
             let composeSeconds = rooms.value.video.values.reduce(0.0) { $0 + Double($1.composeTime.nanosecondsClamped) / 1e9 }
@@ -557,6 +560,10 @@ public final class HostAPI: Sendable {
                 "# TYPE tessera_feedback_sent gauge",
                 "tessera_feedback_sent{type=\"nack\"} \(nacks)",
                 "tessera_feedback_sent{type=\"pli\"} \(keyFrameRequests)",
+                "# HELP tessera_camera_frames Camera frames of the open rooms' participants: decoded, or dropped (lost, refused by the decoder, or waiting for a key frame).",
+                "# TYPE tessera_camera_frames gauge",
+                "tessera_camera_frames{result=\"decoded\"} \(cameraFramesDecoded)",
+                "tessera_camera_frames{result=\"dropped\"} \(cameraFramesDropped)",
                 "# HELP tessera_video_decode_seconds Time spent decoding the open rooms' cameras.",
                 "# TYPE tessera_video_decode_seconds gauge",
                 "tessera_video_decode_seconds \(decodeSeconds)",

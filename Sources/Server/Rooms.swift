@@ -73,6 +73,8 @@ final class ParticipantSession: PeerEventSink {
     var packetsLost: Int64 { receiver.statistics.reduce(0) { $0 + $1.cumulativeLost } }
     /// Time spent assembling and decoding this participant's camera.
     private(set) var decodeTime = Duration.zero
+    /// Its camera's frames: decoded, lost, refused or dropped; nil when it sends no video.
+    var cameraStatistics: VideoReceiver.Statistics? { videoReceiver?.statistics }
     /// NACKs and keyframe requests the host sent this participant.
     var nacksSent: Int { receiver.nacksSent }
     var keyFrameRequestsSent: Int { receiver.keyFrameRequestsSent }
