@@ -1,4 +1,5 @@
 import Foundation
+import RTP
 import SDP
 import Transport
 
@@ -53,6 +54,8 @@ public struct ClientOffer: Sendable {
     public static let midExtensionURI = "urn:ietf:params:rtp-hdrext:sdes:mid"
     /// The id the offer gives the sdes:mid extension.
     public static let midExtensionID: UInt16 = 1
+    /// The id the offer gives the audio level extension (RFC 6464), on audio sections.
+    public static let audioLevelExtensionID: UInt16 = 2
 
     public let ice: ICECredentials
     public let fingerprint: CertificateFingerprint
@@ -69,7 +72,8 @@ public struct ClientOffer: Sendable {
     }
 
     /// BUNDLE of the sections, rtcp-mux, the client's ICE credentials and certificate fingerprint,
-    /// a=ssrc with cname, sdes:mid; video asks for nack, pli and fir.
+    /// a=ssrc with cname, sdes:mid (and on audio the RFC 6464 level, as browsers offer it); video
+    /// asks for nack, pli and fir.
     public var description: SessionDescription {
         let fingerprint = Fingerprint(hashFunction: fingerprint.algorithm, bytes: fingerprint.digest)
         let media = sections.map { section -> MediaDescription in
@@ -88,6 +92,9 @@ public struct ClientOffer: Sendable {
                 .rtpmap(RTPMap(payloadType: section.payloadType, encodingName: section.encodingName,
                                clockRate: section.clockRate, channels: section.channels)),
             ]
+            if section.kind == .audio {
+                attributes.append(.extmap(ExtensionMap(id: Self.audioLevelExtensionID, uri: HeaderExtensionURI.audioLevel.rawValue)))
+            }
             if let parameters = section.formatParameters {
                 attributes.append(.fmtp(FormatParameters(payloadType: section.payloadType, parameters: parameters)))
             }
@@ -136,6 +143,8 @@ public struct ClientAnswer: Sendable {
     public let hostSSRCs: [String: UInt32]
     /// The negotiated id of the sdes:mid header extension.
     public let midExtensionID: UInt8?
+    /// The negotiated id of the audio level extension, when the host accepted it.
+    public let audioLevelExtensionID: UInt8?
 
     public enum Failure: Error, CustomStringConvertible {
         case badAnswer(String)
@@ -176,6 +185,9 @@ public struct ClientAnswer: Sendable {
         self.candidate = address
         self.hostSSRCs = hostSSRCs
         midExtensionID = first.extensionMaps.first { $0.uri == ClientOffer.midExtensionURI }.map { UInt8(truncatingIfNeeded: $0.id) }
+        let audio = description.media.first { $0.kind == .audio && $0.port != 0 }
+        audioLevelExtensionID = audio?.extensionMaps.first { $0.uri == HeaderExtensionURI.audioLevel.rawValue }
+            .map { UInt8(truncatingIfNeeded: $0.id) }
     }
 
     /// A numeric IPv4 or IPv6 candidate address (no name resolution: the host announces numbers).

@@ -340,9 +340,10 @@ final class LoadParticipant {
 
     // MARK: Sending
 
-    private func send(_ packet: RTPPacket, mid: String) -> [UInt8]? {
+    private func send(_ packet: RTPPacket, mid: String, level: AudioLevel? = nil) -> [UInt8]? {
         var packet = packet
         if let id = answer?.midExtensionID { packet.extensions = [RTPHeaderExtension(id: id, data: Array(mid.utf8))] }
+        if let level, let id = answer?.audioLevelExtensionID { packet.extensions.append(RTPHeaderExtension(id: id, data: level.extensionData)) }
         guard let transport, let bytes = try? packet.serialized(), transport.sendRTP(bytes) else { return nil }
         packetsSent += 1
         return bytes
@@ -351,17 +352,17 @@ final class LoadParticipant {
     /// One 20 ms audio packet: the tone loop's next (timing its onsets), or silence.
     func sendAudio(now: Instant) {
         guard state == .connected else { return }
-        let payload: [UInt8]
+        let payload: [UInt8], level: AudioLevel
         if let toneLoop {
             let position = audioCount % ToneLoop.packetsPerLoop
-            payload = toneLoop.packets[position]
+            (payload, level) = (toneLoop.packets[position], toneLoop.levels[position])
             if position == ToneLoop.onsetPacket { model.toneOnsetSent(by: index, at: now) }
         } else {
-            payload = silence
+            (payload, level) = (silence, ToneLoop.silentLevel)
         }
         audioCount += 1
         _ = send(RTPPacket(payloadType: PayloadType(111), sequenceNumber: audioSequence, timestamp: audioTimestamp,
-                           ssrc: SSRC(audioSSRC), payload: payload[...]), mid: "0")
+                           ssrc: SSRC(audioSSRC), payload: payload[...]), mid: "0", level: level)
         audioSequence &+= 1
         audioTimestamp &+= UInt32(AudioFrame.samplesPer20ms)
         flush()

@@ -135,7 +135,7 @@ public final class LoadRun {
                                          audioLatencyMilliseconds: audio, videoLatencyMilliseconds: video,
                                          hostCPU: host?.cpu, compositeFramesPerSecond: host?.frames))
         lastPackets = (incoming, outgoing)
-        loadCPUReadings.append((at, Self.processCPUSeconds()))
+        loadCPUReadings.append((at, ProcessCPU.seconds()))
         let failed = participants.reduce(0) { $0 + $1.results.failures.count }
         func ms(_ value: Double?) -> String { value.map { String(format: "%.0f ms", $0) } ?? "-" }
         progress(String(format: "load %3.0fs  joined %d/%d  failed %d  in %.0f pkt/s  out %.0f pkt/s  loss %.2f%%  audio %@  video %@  host cpu %@",
@@ -211,13 +211,6 @@ public final class LoadRun {
         if pendingDeletes == 0 { loop?.stop() }
     }
 
-    static func processCPUSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-    }
-
     /// Prometheus text: `name{labels} value` lines by `name{labels}`.
     static func parseMetrics(_ text: String) -> [String: Double] {
         var values: [String: Double] = [:]
@@ -241,11 +234,15 @@ public final class LoadRun {
                   last.seconds - first.seconds > 0.5 else { return nil }
             return (last.value - first.value) / (last.seconds - first.seconds)
         }
-        func hostWindow(_ name: String) -> Double? {
-            window(hostReadings.compactMap { reading in reading.values[name].map { (reading.seconds, $0) } })
+        // Readings answered after the end may already miss the participants that left (the
+        // host's gauges count the open rooms), so the host's figures end with the last before.
+        let readingsBeforeEnd = hostReadings.filter { $0.seconds < end }
+        func hostSeries(_ name: String) -> [(seconds: Double, value: Double)] {
+            readingsBeforeEnd.compactMap { reading in reading.values[name].map { (reading.seconds, $0) } }
         }
+        func hostWindow(_ name: String) -> Double? { window(hostSeries(name)) }
         func hostDelta(_ name: String) -> Double? {
-            let readings = hostReadings.compactMap { reading in reading.values[name].map { (seconds: reading.seconds, value: $0) } }
+            let readings = hostSeries(name)
             guard let first = readings.first(where: { $0.seconds >= steadyStart }), let last = readings.last else { return nil }
             return last.value - first.value
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Compositing
 import Media
+import RTP
 import Wire
 
 /// What a synthetic participant sends, from its index alone, so that every receiver knows what
@@ -82,11 +83,14 @@ final class ToneLoop {
     static let onsetPacket = 5
     let frequency: Double
     let packets: [[UInt8]]
+    /// Each packet's RFC 6464 level, sent with it as browsers do.
+    let levels: [AudioLevel]
 
     init(frequency: Double) throws {
         self.frequency = frequency
         let encoder = try OpusEncoder(.init(channels: 1, bitrate: 32_000, complexity: 5))
         var packets: [[UInt8]] = []
+        var levels: [AudioLevel] = []
         for index in 0..<Self.packetsPerLoop {
             let samples: [Int16]
             if index < Self.onsetPacket {
@@ -97,10 +101,16 @@ final class ToneLoop {
                     return Int16(8000 * sin(2 * Double.pi * frequency * n / Double(AudioFrame.sampleRate)))
                 }
             }
-            packets.append(try encoder.encode(AudioFrame(samples: samples)))
+            let frame = AudioFrame(samples: samples)
+            packets.append(try encoder.encode(frame))
+            levels.append(AudioLevel(of: frame))
         }
         self.packets = packets
+        self.levels = levels
     }
+
+    /// The level sent with silence.
+    static let silentLevel = AudioLevel(voiceActivity: false, level: 127)
 
     /// Silence, for participants that do not speak: Opus's own encoding of digital zero.
     static func silence() throws -> [UInt8] {

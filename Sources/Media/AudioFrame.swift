@@ -1,3 +1,5 @@
+import Foundation
+import RTP
 import Wire
 
 /// PCM audio at 48 kHz, signed 16-bit, interleaved when stereo: what Opus decodes to and encodes
@@ -27,4 +29,16 @@ public struct AudioFrame: Sendable, Equatable {
 
     public var samplesPerChannel: Int { samples.count / channels }
     public var duration: Duration { .microseconds(Int64(samplesPerChannel) * 1_000_000 / Int64(Self.sampleRate)) }
+}
+
+extension AudioLevel {
+    /// The level of a frame as RFC 6464 §4 defines it, the RMS of its samples in -dBov (127 for
+    /// digital silence), with the V bit set when it is louder than `AudioReceiver.silentLevel`.
+    public init(of frame: AudioFrame) {
+        let meanSquare = frame.samples.isEmpty ? 0
+            : frame.samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(frame.samples.count)
+        let dBov = meanSquare > 0 ? -10 * log10(meanSquare / (32768.0 * 32768.0)) : 127
+        let level = UInt8(min(127, max(0, dBov.rounded())))
+        self.init(voiceActivity: level < AudioReceiver.silentLevel, level: level)
+    }
 }

@@ -1,3 +1,4 @@
+import RTP
 import Wire
 
 /// The receive buffer for one Opus stream, sans-IO: RTP payloads go in with their sequence
@@ -56,6 +57,9 @@ public struct AudioJitterBuffer: Sendable {
     public enum Output: Equatable, Sendable {
         /// Decode and play this packet.
         case packet([UInt8])
+        /// This tick's packet is here and its sender said it is silence (an RFC 6464 level of
+        /// `AudioReceiver.silentLevel` or quieter): play silence, without decoding it.
+        case silentPacket
         /// This tick's packet is lost, but the next one is here and carries in-band FEC: decode
         /// the lost frame from it (`OpusDecoder.decodeFEC`); it plays normally on the next tick.
         case recoverWithFEC(nextPacket: [UInt8])
@@ -101,6 +105,7 @@ public struct AudioJitterBuffer: Sendable {
     private struct Entry: Sendable {
         var payload: [UInt8]
         var hasFEC: Bool
+        var isSilent: Bool
     }
 
     private var slots: [Int64: Entry] = [:]
@@ -134,8 +139,9 @@ public struct AudioJitterBuffer: Sendable {
         max(1, Int64(configuration.maximumDepth / configuration.frameDuration))
     }
 
-    /// Takes one received Opus RTP payload.
-    public mutating func insert(payload: [UInt8], sequenceNumber: UInt16, timestamp: UInt32, arrival: Instant) {
+    /// Takes one received Opus RTP payload; `isSilent` when its sender said it holds silence.
+    public mutating func insert(payload: [UInt8], sequenceNumber: UInt16, timestamp: UInt32, arrival: Instant,
+                                isSilent: Bool = false) {
         let extended = unwrap(sequenceNumber)
         updateJitter(timestamp: timestamp, arrival: arrival)
         defer { refreshDepth() }
@@ -147,7 +153,7 @@ public struct AudioJitterBuffer: Sendable {
             statistics.duplicates += 1
             return
         }
-        slots[extended] = Entry(payload: payload, hasFEC: OpusDecoder.hasFEC(payload))
+        slots[extended] = Entry(payload: payload, hasFEC: OpusDecoder.hasFEC(payload), isSilent: isSilent)
         if nextToPlay == nil && bufferingSince == nil { bufferingSince = arrival }
         enforceMaximumDepth()
     }
@@ -165,7 +171,7 @@ public struct AudioJitterBuffer: Sendable {
             underrunTicks = 0
             statistics.played += 1
             trimTowardTarget()
-            return .packet(entry.payload)
+            return entry.isSilent ? .silentPacket : .packet(entry.payload)
         }
         if slots.isEmpty {
             // Underrun: keep the slot, so that a late packet still plays.
@@ -268,11 +274,25 @@ public struct AudioJitterBuffer: Sendable {
 
 /// One Opus stream's receive side: a jitter buffer and a decoder, giving one frame of audio per
 /// tick whatever the network did. Not `Sendable`: the room's thread owns it.
+///
+/// Packets whose sender says they are silence (RFC 6464 audio level, as browsers send it) are
+/// not decoded: in a room most guests are silent most of the time, and decoding is the largest
+/// cost of a guest's audio (about 45 µs a packet). A silent packet plays as silence, and so does
+/// a loss right after one (concealment would extrapolate the last sound decoded before the
+/// silence); the decoder starts afresh (reset, as at a stream's start) at the next packet with
+/// sound, rather than from the state of the sound before the silence.
 public final class AudioReceiver {
     /// The buffer, for its statistics.
     public private(set) var buffer: AudioJitterBuffer
     /// Packets the decoder refused (they were concealed instead).
     public private(set) var decodeErrors = 0
+    /// Packets played as silence without decoding, because their level said so.
+    public private(set) var silentPacketsSkipped = 0
+    /// A packet at this RFC 6464 level (-dBov) or quieter is silence: -96 dBov is under the
+    /// quantization noise of 16-bit audio.
+    public static let silentLevel: UInt8 = 96
+    /// Whether the last frame played was a silent packet not decoded.
+    private var lastWasSkipped = false
     /// The channel count of the output.
     public let channels: Int
     private let decoder: OpusDecoder
@@ -284,20 +304,30 @@ public final class AudioReceiver {
         buffer = AudioJitterBuffer(configuration: configuration)
     }
 
-    /// Takes one received Opus RTP payload.
-    public func receive(payload: [UInt8], sequenceNumber: UInt16, timestamp: UInt32, arrival: Instant) {
-        buffer.insert(payload: payload, sequenceNumber: sequenceNumber, timestamp: timestamp, arrival: arrival)
+    /// Takes one received Opus RTP payload, with its RFC 6464 audio level when the sender put one.
+    public func receive(payload: [UInt8], sequenceNumber: UInt16, timestamp: UInt32, arrival: Instant, level: AudioLevel? = nil) {
+        buffer.insert(payload: payload, sequenceNumber: sequenceNumber, timestamp: timestamp, arrival: arrival,
+                      isSilent: level.map { $0.level >= Self.silentLevel } ?? false)
     }
 
     /// The audio for the tick at `now` (20 ms for 20 ms packets), stamped `now`.
     public func tick(now: Instant) -> AudioFrame {
-        switch buffer.pop(now: now) {
+        let output = buffer.pop(now: now)
+        defer { lastWasSkipped = output == .silentPacket || (lastWasSkipped && output == .conceal) }
+        switch output {
+        case .silentPacket:
+            silentPacketsSkipped += 1
+            return AudioFrame.silence(channels: channels, timestamp: now)
+        case .conceal where lastWasSkipped:
+            return AudioFrame.silence(channels: channels, timestamp: now)
         case .packet(let packet):
+            if lastWasSkipped { decoder.reset() }
             do { return try decoder.decode(packet, timestamp: now) } catch {
                 decodeErrors += 1
                 return decoder.concealLoss(timestamp: now)
             }
         case .recoverWithFEC(let next):
+            if lastWasSkipped { decoder.reset() }
             do { return try decoder.decodeFEC(next, timestamp: now) } catch {
                 decodeErrors += 1
                 return decoder.concealLoss(timestamp: now)

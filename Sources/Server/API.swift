@@ -536,6 +536,7 @@ public final class HostAPI: Sendable {
             let everyone = rooms.value.rooms.values.flatMap(\.values)
             let lost = everyone.reduce(Int64(0)) { $0 + $1.packetsLost }
             let nacks = everyone.reduce(0) { $0 + $1.nacksSent }
+            let silentAudioSkipped = everyone.reduce(0) { $0 + $1.silentAudioPacketsSkipped }
             let cameras = everyone.compactMap(\.cameraStatistics)
             let cameraFramesDecoded = cameras.reduce(0) { $0 + $1.framesDecoded }
             let cameraFramesDropped = cameras.reduce(0) { $0 + $1.framesLost + $1.framesDroppedWaitingForKeyFrame + $1.decodeErrors }
@@ -545,10 +546,7 @@ public final class HostAPI: Sendable {
             let keyFrameRequests = everyone.reduce(0) { $0 + $1.keyFrameRequestsSent }
             let audioResets = rooms.value.audio.values.reduce(0) { $0 + $1.scheduleResets }
             let videoResets = rooms.value.video.values.reduce(0) { $0 + $1.scheduleResets }
-            var usage = rusage()
-            getrusage(RUSAGE_SELF.rawValue, &usage)
-            let cpuSeconds = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-                + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+            let cpuSeconds = ProcessCPU.seconds()
             return [
                 "# HELP process_cpu_seconds_total User and system CPU time the host process has used.",
                 "# TYPE process_cpu_seconds_total counter",
@@ -560,6 +558,9 @@ public final class HostAPI: Sendable {
                 "# TYPE tessera_feedback_sent gauge",
                 "tessera_feedback_sent{type=\"nack\"} \(nacks)",
                 "tessera_feedback_sent{type=\"pli\"} \(keyFrameRequests)",
+                "# HELP tessera_audio_silent_packets_skipped Audio packets of the open rooms' participants played as silence without decoding (their RFC 6464 level said silence).",
+                "# TYPE tessera_audio_silent_packets_skipped gauge",
+                "tessera_audio_silent_packets_skipped \(silentAudioSkipped)",
                 "# HELP tessera_camera_frames Camera frames of the open rooms' participants: decoded, or dropped (lost, refused by the decoder, or waiting for a key frame).",
                 "# TYPE tessera_camera_frames gauge",
                 "tessera_camera_frames{result=\"decoded\"} \(cameraFramesDecoded)",

@@ -73,6 +73,8 @@ final class ParticipantSession: PeerEventSink {
     var packetsLost: Int64 { receiver.statistics.reduce(0) { $0 + $1.cumulativeLost } }
     /// Time spent assembling and decoding this participant's camera.
     private(set) var decodeTime = Duration.zero
+    /// Its audio packets played as silence without decoding (their RFC 6464 level said so).
+    var silentAudioPacketsSkipped: Int { audioReceiver?.silentPacketsSkipped ?? 0 }
     /// Its camera's frames: decoded, lost, refused or dropped; nil when it sends no video.
     var cameraStatistics: VideoReceiver.Statistics? { videoReceiver?.statistics }
     /// NACKs and keyframe requests the host sent this participant.
@@ -183,8 +185,10 @@ final class ParticipantSession: PeerEventSink {
             packetsReceived += 1
             bytesReceived += media.payload.count
             if index == audioSection, let audioReceiver {
+                // A malformed level is no level: the packet is decoded as any other.
+                let level = (try? media.headerExtension(AudioLevel.self, in: inbound.extensions)) ?? nil
                 audioReceiver.receive(payload: Array(media.payload), sequenceNumber: media.sequenceNumber,
-                                      timestamp: media.timestamp, arrival: now)
+                                      timestamp: media.timestamp, arrival: now, level: level)
             }
             if index == videoSection, let videoReceiver {
                 cameraSSRC = media.ssrc

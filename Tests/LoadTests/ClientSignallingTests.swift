@@ -22,6 +22,9 @@ import WireTesting
         #expect(parsed.media[0].iceUsernameFragment == "abcd")
         #expect(parsed.media[1].direction == .recvonly)
         #expect(parsed.media[1].ssrcAttributes.first?.ssrc == 22)
+        // The audio level (RFC 6464) is offered on audio only, as browsers offer it.
+        #expect(parsed.media[0].extensionMaps.map(\.uri).contains("urn:ietf:params:rtp-hdrext:ssrc-audio-level"))
+        #expect(!parsed.media[1].extensionMaps.map(\.uri).contains("urn:ietf:params:rtp-hdrext:ssrc-audio-level"))
     }
 
     @Test func theHostsAnswerIsRead() throws {
@@ -30,6 +33,7 @@ import WireTesting
         #expect(answer.candidate == TransportAddress(ipv4: 127, 0, 0, 1, port: 50000))
         #expect(answer.hostSSRCs == ["0": 1_111_111_111, "1": 2_222_222_222])
         #expect(answer.midExtensionID == 1)
+        #expect(answer.audioLevelExtensionID == 2)
         #expect(answer.setup == .passive)
     }
 

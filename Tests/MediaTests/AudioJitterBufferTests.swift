@@ -1,4 +1,5 @@
 import Media
+import RTP
 import Testing
 import Wire
 import WireTesting
@@ -193,5 +194,41 @@ func play(_ arrivals: [Arrival], buffer: inout AudioJitterBuffer, firstSequence:
         #expect(goertzel(heard, frequency: 440) > 50 * goertzel(heard, frequency: 1000))
         #expect(receiver.buffer.statistics.recoveredWithFEC > 0, "\(receiver.buffer.statistics)")
         #expect(receiver.decodeErrors == 0)
+    }
+
+    /// A talkspurt, 20 packets its sender marks silent (RFC 6464 level 127), a lost packet, then
+    /// another talkspurt: the silent packets are not decoded, the loss right after them plays as
+    /// silence (not as the first talkspurt extrapolated), and the second talkspurt decodes clean.
+    @Test func silentPacketsAreNotDecodedAndALossAfterThemStaysSilent() throws {
+        let encoder = try OpusEncoder(.init(channels: 1, bitrate: 24_000))
+        let receiver = try AudioReceiver(channels: 1)
+        var frames: [AudioFrame] = []
+        for index in 0..<70 {
+            let sent = (20..<40).contains(index) ? AudioFrame.silence() : AudioFrame(samples: tone(440, frame: index))
+            let payload = try encoder.encode(sent)
+            if index != 40 {
+                receiver.receive(payload: payload, sequenceNumber: UInt16(index), timestamp: UInt32(index * 960),
+                                 arrival: .milliseconds(UInt64(20 * index)), level: AudioLevel(of: sent))
+            }
+            frames.append(receiver.tick(now: .milliseconds(UInt64(20 * index + 10))))
+        }
+        #expect(receiver.silentPacketsSkipped == 20)
+        // Packet 0 plays at the first tick with sound.
+        let lag = try #require(frames.firstIndex { $0.samples.contains { $0 != 0 } })
+        for packet in 20...40 {
+            #expect(frames[lag + packet].samples.allSatisfy { $0 == 0 }, "packet \(packet) is not silence")
+        }
+        let second = frames[(lag + 42)..<min(frames.count, lag + 60)].flatMap(\.samples)
+        #expect(second.count >= 960 * 10)
+        #expect(goertzel(second, frequency: 440) > 50 * goertzel(second, frequency: 1000))
+        #expect(receiver.decodeErrors == 0)
+    }
+
+    /// The level of a frame, as RFC 6464 §4 defines it.
+    @Test func aFramesLevelIsItsRMSInDBov() {
+        #expect(AudioLevel(of: .silence()) == AudioLevel(voiceActivity: false, level: 127))
+        // A sine of amplitude 8000: RMS 5657, -15.3 dBov.
+        #expect(AudioLevel(of: AudioFrame(samples: tone(440, frame: 0, amplitude: 8000))) == AudioLevel(voiceActivity: true, level: 15))
+        #expect(AudioLevel(of: AudioFrame(samples: [Int16](repeating: Int16.min, count: 960))).level == 0)
     }
 }
