@@ -53,7 +53,7 @@ let package = Package(
         .executableTarget(name: "tessera", dependencies: ["Server", "Load", "Sockets", "RTP", "SDP", "Transport", "Media", "Compositing"]),
 
         // Seeded mutation of valid messages, shared by every parser's robustness test.
-        .target(name: "WireTesting", path: "Tests/WireTesting"),
+        .target(name: "WireTesting", dependencies: ["Wire"], path: "Tests/WireTesting"),
         .testTarget(name: "WireTests", dependencies: ["Wire", "WireTesting"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "Wire", "WireTesting"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP", "WireTesting"], resources: [.copy("Fixtures")]),

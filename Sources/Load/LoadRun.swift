@@ -35,7 +35,8 @@ public final class LoadRun {
     private var lastPackets = (incoming: 0, outgoing: 0)
     private var allJoinedAt: Double?
     private var endedAt: Double?
-    private var churnGenerator = SplitMix(seed: 0x7E55E4A)
+    /// The churn's choices are the same on every run.
+    private var churnGenerator = SplitMix64(seed: 0x7E55E4A)
     private var pendingDeletes = 0
 
     /// `log` takes whole lines (start, end); `progress` the live line, rewritten each second.
@@ -298,18 +299,5 @@ public final class LoadRun {
 
     static func loss(_ results: LoadParticipant.Results) -> Double {
         results.packetsExpected > 0 ? Double(results.packetsLost) / Double(results.packetsExpected) : 0
-    }
-}
-
-/// SplitMix64: the churn's choices are the same on every run.
-struct SplitMix: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -58,8 +58,9 @@ public struct AudioJitterBuffer: Sendable {
         /// Decode and play this packet.
         case packet([UInt8])
         /// This tick's packet is here and its sender said it is silence (an RFC 6464 level of
-        /// `AudioReceiver.silentLevel` or quieter): play silence, without decoding it.
-        case silentPacket
+        /// `AudioReceiver.silentLevel` or quieter): `AudioReceiver` decodes the first of a run
+        /// and plays the rest as silence.
+        case silentPacket([UInt8])
         /// This tick's packet is lost, but the next one is here and carries in-band FEC: decode
         /// the lost frame from it (`OpusDecoder.decodeFEC`); it plays normally on the next tick.
         case recoverWithFEC(nextPacket: [UInt8])
@@ -171,7 +172,7 @@ public struct AudioJitterBuffer: Sendable {
             underrunTicks = 0
             statistics.played += 1
             trimTowardTarget()
-            return entry.isSilent ? .silentPacket : .packet(entry.payload)
+            return entry.isSilent ? .silentPacket(entry.payload) : .packet(entry.payload)
         }
         if slots.isEmpty {
             // Underrun: keep the slot, so that a late packet still plays.
@@ -277,10 +278,15 @@ public struct AudioJitterBuffer: Sendable {
 ///
 /// Packets whose sender says they are silence (RFC 6464 audio level, as browsers send it) are
 /// not decoded: in a room most guests are silent most of the time, and decoding is the largest
-/// cost of a guest's audio (about 45 µs a packet). A silent packet plays as silence, and so does
-/// a loss right after one (concealment would extrapolate the last sound decoded before the
-/// silence); the decoder starts afresh (reset, as at a stream's start) at the next packet with
-/// sound, rather than from the state of the sound before the silence.
+/// cost of a guest's audio (about 45 µs a packet).
+/// - The first silent packet after sound is decoded: it holds the end of the sound (the codec's
+///   delay, a few ms); skipping it cuts the sound off with a click that spreads over every
+///   frequency (`tessera load`'s own-voice check heard it at the listener's own tone).
+/// - The next silent packets play as silence, and so does a loss among them (concealment would
+///   extrapolate the last sound decoded).
+/// - At the next packet with sound the decoder is reset, as at a stream's start: after digital
+///   silence the sender's encoder is in that state too, so the talkspurt decodes as if nothing had
+///   been skipped, where the state of the sound before the silence would be mismatched.
 public final class AudioReceiver {
     /// The buffer, for its statistics.
     public private(set) var buffer: AudioJitterBuffer
@@ -293,6 +299,8 @@ public final class AudioReceiver {
     public static let silentLevel: UInt8 = 96
     /// Whether the last frame played was a silent packet not decoded.
     private var lastWasSkipped = false
+    /// Silent packets played in a row (decoded or not).
+    private var silentInARow = 0
     /// The channel count of the output.
     public let channels: Int
     private let decoder: OpusDecoder
@@ -312,30 +320,45 @@ public final class AudioReceiver {
 
     /// The audio for the tick at `now` (20 ms for 20 ms packets), stamped `now`.
     public func tick(now: Instant) -> AudioFrame {
-        let output = buffer.pop(now: now)
-        defer { lastWasSkipped = output == .silentPacket || (lastWasSkipped && output == .conceal) }
-        switch output {
-        case .silentPacket:
+        switch buffer.pop(now: now) {
+        case .silentPacket(let packet):
+            silentInARow += 1
+            if silentInARow == 1 { return decode(packet, now: now) }
             silentPacketsSkipped += 1
+            lastWasSkipped = true
             return AudioFrame.silence(channels: channels, timestamp: now)
         case .conceal where lastWasSkipped:
             return AudioFrame.silence(channels: channels, timestamp: now)
+        case .conceal:
+            return decoder.concealLoss(timestamp: now)
+        case .silence:
+            lastWasSkipped = false
+            silentInARow = 0
+            return AudioFrame.silence(channels: channels, timestamp: now)
         case .packet(let packet):
-            if lastWasSkipped { decoder.reset() }
-            do { return try decoder.decode(packet, timestamp: now) } catch {
-                decodeErrors += 1
-                return decoder.concealLoss(timestamp: now)
-            }
+            resetAfterSilence()
+            return decode(packet, now: now)
         case .recoverWithFEC(let next):
-            if lastWasSkipped { decoder.reset() }
+            resetAfterSilence()
             do { return try decoder.decodeFEC(next, timestamp: now) } catch {
                 decodeErrors += 1
                 return decoder.concealLoss(timestamp: now)
             }
-        case .conceal:
-            return decoder.concealLoss(timestamp: now)
-        case .silence:
-            return AudioFrame.silence(channels: channels, timestamp: now)
         }
+    }
+
+    private func decode(_ packet: [UInt8], now: Instant) -> AudioFrame {
+        do { return try decoder.decode(packet, timestamp: now) } catch {
+            decodeErrors += 1
+            return decoder.concealLoss(timestamp: now)
+        }
+    }
+
+    /// Before a packet with sound: after skipped silence, the decoder starts afresh.
+    private func resetAfterSilence() {
+        silentInARow = 0
+        guard lastWasSkipped else { return }
+        decoder.reset()
+        lastWasSkipped = false
     }
 }

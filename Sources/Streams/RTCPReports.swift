@@ -103,18 +103,13 @@ public struct RTCPScheduler: Sendable {
     }
 }
 
-/// SplitMix64 for the report interval's random factor, so the schedule is repeatable from a seed.
+/// The report interval's random factor, repeatable from a seed.
 struct IntervalRandomizer: Sendable {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
+    private var generator: SplitMix64
+    init(seed: UInt64) { generator = SplitMix64(seed: seed) }
     /// Uniform in [0.5, 1.5).
     mutating func nextFactor() -> Double {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        z ^= z >> 31
-        return 0.5 + Double(z >> 11) / Double(1 << 53)
+        0.5 + Double(generator.next() >> 11) / Double(1 << 53)
     }
 }
 

@@ -197,8 +197,9 @@ func play(_ arrivals: [Arrival], buffer: inout AudioJitterBuffer, firstSequence:
     }
 
     /// A talkspurt, 20 packets its sender marks silent (RFC 6464 level 127), a lost packet, then
-    /// another talkspurt: the silent packets are not decoded, the loss right after them plays as
-    /// silence (not as the first talkspurt extrapolated), and the second talkspurt decodes clean.
+    /// another talkspurt: the silent packets but the first are not decoded, the loss right after
+    /// them plays as silence (not as the first talkspurt extrapolated), and the second talkspurt
+    /// decodes clean.
     @Test func silentPacketsAreNotDecodedAndALossAfterThemStaysSilent() throws {
         let encoder = try OpusEncoder(.init(channels: 1, bitrate: 24_000))
         let receiver = try AudioReceiver(channels: 1)
@@ -212,16 +213,41 @@ func play(_ arrivals: [Arrival], buffer: inout AudioJitterBuffer, firstSequence:
             }
             frames.append(receiver.tick(now: .milliseconds(UInt64(20 * index + 10))))
         }
-        #expect(receiver.silentPacketsSkipped == 20)
+        #expect(receiver.silentPacketsSkipped == 19, "the first silent packet holds the tone's end: decoded")
         // Packet 0 plays at the first tick with sound.
         let lag = try #require(frames.firstIndex { $0.samples.contains { $0 != 0 } })
-        for packet in 20...40 {
+        for packet in 21...40 {
             #expect(frames[lag + packet].samples.allSatisfy { $0 == 0 }, "packet \(packet) is not silence")
         }
         let second = frames[(lag + 42)..<min(frames.count, lag + 60)].flatMap(\.samples)
         #expect(second.count >= 960 * 10)
         #expect(goertzel(second, frequency: 440) > 50 * goertzel(second, frequency: 1000))
         #expect(receiver.decodeErrors == 0)
+    }
+
+    /// The end of a talkspurt (in the first silent packet), and the first frames of the next one
+    /// after silent packets not decoded, are what a decoder that decoded everything makes.
+    @Test func aTalkspurtAfterSkippedSilenceDecodesAsIfNothingWasSkipped() throws {
+        let encoder = try OpusEncoder(.init(channels: 1, bitrate: 32_000, complexity: 5))
+        let receiver = try AudioReceiver(channels: 1)
+        let reference = try OpusDecoder(channels: 1)
+        var played: [AudioFrame] = [], decoded: [AudioFrame] = []
+        for index in 0..<50 {
+            let sent = (20..<30).contains(index) ? AudioFrame.silence() : AudioFrame(samples: tone(550, frame: index))
+            let payload = try encoder.encode(sent)
+            decoded.append(try reference.decode(payload))
+            receiver.receive(payload: payload, sequenceNumber: UInt16(index), timestamp: UInt32(index * 960),
+                             arrival: .milliseconds(UInt64(20 * index)), level: AudioLevel(of: sent))
+            played.append(receiver.tick(now: .milliseconds(UInt64(20 * index + 10))))
+        }
+        #expect(receiver.silentPacketsSkipped == 9)
+        let lag = try #require(played.firstIndex { $0.samples.contains { $0 != 0 } })
+        for packet in [18, 19, 20, 30, 31, 32, 33] where lag + packet < played.count {
+            let got = played[lag + packet].samples, want = decoded[packet].samples
+            let error = zip(got, want).reduce(0.0) { $0 + (Double($1.0) - Double($1.1)) * (Double($1.0) - Double($1.1)) }
+            let energy = want.reduce(0.0) { $0 + Double($1) * Double($1) }
+            #expect(error < 0.01 * energy, "packet \(packet): error \(error / max(energy, 1)) of its energy")
+        }
     }
 
     /// The level of a frame, as RFC 6464 §4 defines it.

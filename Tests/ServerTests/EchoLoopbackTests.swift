@@ -6,6 +6,7 @@ import Streams
 import Testing
 import Transport
 import Wire
+import WireTesting
 @testable import Server
 
 /// `POST /v1/echo` end to end over real UDP on 127.0.0.1, with Tessera's own stack in the client
@@ -236,7 +237,7 @@ import Wire
             let mediaAddress = try #require(host.media.mediaAddress)
             let stranger = try UDPSocket(bind: TransportAddress(ipv4: 127, 0, 0, 1, port: 0))
             let deadline = victim.clock.now() + .seconds(3)
-            var random = EchoLoopbackRandom(seed: 0x7E55_E8A0)
+            var random = SeededGenerator(seed: 0x7E55_E8A0)
             var strangerDatagrams = 0
             func fromStranger(_ datagrams: [[UInt8]]) {
                 strangerDatagrams += stranger.send(datagrams.map { (bytes: $0, destination: mediaAddress) })

@@ -1,16 +1,8 @@
-/// A small, fast, seeded generator (SplitMix64): the same seed gives the same run everywhere, so a
-/// failing mutation can be reproduced from its seed and index.
-public struct SeededGenerator: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+import Wire
+
+/// The tests' seeded generator: the same seed gives the same run everywhere, so a failing
+/// mutation can be reproduced from its seed and index.
+public typealias SeededGenerator = SplitMix64
 
 /// Makes hostile variants of valid messages for robustness tests: bit flips, byte overwrites with
 /// boundary values, truncations, insertions, deletions, duplicated spans and length-field abuse.
