@@ -62,13 +62,17 @@ public struct ClientOffer: Sendable {
     public let setup: SetupRole
     public let cname: String
     public let sections: [Section]
+    /// Whether audio sections offer the RFC 6464 audio level extension.
+    public let offersAudioLevel: Bool
 
-    public init(ice: ICECredentials, fingerprint: CertificateFingerprint, setup: SetupRole = .actpass, cname: String, sections: [Section]) {
+    public init(ice: ICECredentials, fingerprint: CertificateFingerprint, setup: SetupRole = .actpass, cname: String, sections: [Section],
+                offersAudioLevel: Bool = true) {
         self.ice = ice
         self.fingerprint = fingerprint
         self.setup = setup
         self.cname = cname
         self.sections = sections
+        self.offersAudioLevel = offersAudioLevel
     }
 
     /// BUNDLE of the sections, rtcp-mux, the client's ICE credentials and certificate fingerprint,
@@ -92,7 +96,7 @@ public struct ClientOffer: Sendable {
                 .rtpmap(RTPMap(payloadType: section.payloadType, encodingName: section.encodingName,
                                clockRate: section.clockRate, channels: section.channels)),
             ]
-            if section.kind == .audio {
+            if section.kind == .audio && offersAudioLevel {
                 attributes.append(.extmap(ExtensionMap(id: Self.audioLevelExtensionID, uri: HeaderExtensionURI.audioLevel.rawValue)))
             }
             if let parameters = section.formatParameters {

@@ -26,6 +26,9 @@ public struct LoadOptions: Sendable, Equatable {
     public var speakers = 3
     /// Leaves per second (each leaver rejoins a second later); 0 for none.
     public var churn = 0.0
+    /// Whether audio packets carry their RFC 6464 level, as browsers send it (off: as peers
+    /// that send none, whose every packet the host decodes).
+    public var audioLevels = true
     /// Participants that decode the composite to check colours and read frame codes.
     public var decoders = 2
     /// The report's path without extension: PATH.json and PATH.html; nil writes none.
@@ -44,7 +47,7 @@ public struct LoadOptions: Sendable, Equatable {
     public static let usage = """
         usage: tessera load [--url http://127.0.0.1:8080] [--room load] [--participants 10] [--duration 30s]
                             [--join-rate 10] [--video 640x360@30|off] [--speakers 3] [--churn 0]
-                            [--decoders 2] [--report PATH|none] [--max-audio-latency 500ms]
+                            [--audio-levels on|off] [--decoders 2] [--report PATH|none] [--max-audio-latency 500ms]
                             [--max-video-latency 800ms] [--max-loss 2%] [--allow-remote] [--quiet]
         Synthetic participants join the room, send their tone and colour, check what they receive,
         and report. Exit status 0 only when every check passed.
@@ -89,6 +92,9 @@ public struct LoadOptions: Sendable, Equatable {
             case "churn":
                 guard let rate = Double(value), rate >= 0, rate <= 100 else { throw bad("leaves per second, from 0 to 100") }
                 churn = rate
+            case "audio-levels":
+                guard value == "on" || value == "off" else { throw bad("on or off") }
+                audioLevels = value == "on"
             case "decoders":
                 guard let count = Int(value), (0...50).contains(count) else { throw bad("a count from 0 to 50") }
                 decoders = count

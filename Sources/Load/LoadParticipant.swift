@@ -153,7 +153,8 @@ final class LoadParticipant {
         // An audio-only run offers no video at all: the host composes and sends nothing for it.
         var sections: [ClientOffer.Section] = [.opus(mid: "0", ssrc: audioSSRC)]
         if model.options.video != nil { sections.append(.vp8(mid: "1", ssrc: videoSSRC)) }
-        let offer = ClientOffer(ice: ice, fingerprint: certificate.fingerprint, cname: identity, sections: sections)
+        let offer = ClientOffer(ice: ice, fingerprint: certificate.fingerprint, cname: identity, sections: sections,
+                                offersAudioLevel: model.options.audioLevels)
         let body = offer.description.serializedBytes()
         let path = "/v1/rooms/\(model.options.room)/participants?identity=\(identity)&name=Load%20\(index)"
         let confined = LoopConfined(self)

@@ -1,4 +1,3 @@
-import Foundation
 import Compositing
 import Foundation
 import Media

@@ -25,6 +25,10 @@ import WireTesting
         // The audio level (RFC 6464) is offered on audio only, as browsers offer it.
         #expect(parsed.media[0].extensionMaps.map(\.uri).contains("urn:ietf:params:rtp-hdrext:ssrc-audio-level"))
         #expect(!parsed.media[1].extensionMaps.map(\.uri).contains("urn:ietf:params:rtp-hdrext:ssrc-audio-level"))
+        let withoutLevels = ClientOffer(ice: offer.ice, fingerprint: offer.fingerprint, cname: "load-1", sections: offer.sections,
+                                        offersAudioLevel: false)
+        let parsedWithout = try SessionDescription(parsing: withoutLevels.description.serializedBytes())
+        #expect(!parsedWithout.media[0].extensionMaps.map(\.uri).contains("urn:ietf:params:rtp-hdrext:ssrc-audio-level"))
     }
 
     @Test func theHostsAnswerIsRead() throws {

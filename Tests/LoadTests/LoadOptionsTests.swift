@@ -10,19 +10,20 @@ import WireTesting
         #expect(options.participants == 10 && options.speakers == 3 && options.decoders == 2)
         #expect(options.video == LoadOptions.VideoFormat(width: 640, height: 360, framesPerSecond: 30))
         #expect(options.duration == .seconds(30))
+        #expect(options.audioLevels)
     }
 
     @Test func everyOptionIsRead() throws {
         let options = try LoadOptions(arguments: [
             "--url", "http://[::1]:9000/", "--room", "bench-1", "--participants", "200", "--duration", "1500ms",
-            "--join-rate", "25", "--video", "off", "--speakers", "5", "--churn", "0.5", "--decoders", "3",
+            "--join-rate", "25", "--video", "off", "--speakers", "5", "--churn", "0.5", "--decoders", "3", "--audio-levels", "off",
             "--report", "none", "--max-audio-latency", "300ms", "--max-video-latency", "1s", "--max-loss", "1%", "--quiet",
         ])
         #expect(options.url == "http://[::1]:9000" && options.host == "::1")
         #expect(options.room == "bench-1" && options.participants == 200 && options.duration == .milliseconds(1500))
         #expect(options.joinRate == 25 && options.video == nil && options.speakers == 5 && options.churn == 0.5)
         #expect(options.decoders == 0)  // nothing to decode without video
-        #expect(options.report == nil && options.quiet)
+        #expect(options.report == nil && options.quiet && !options.audioLevels)
         #expect(options.maxAudioLatencyMilliseconds == 300 && options.maxVideoLatencyMilliseconds == 1000)
         #expect(options.maxLossFraction == 0.01)
     }
@@ -42,6 +43,7 @@ import WireTesting
             (["--video", "640x360"], "--video 640x360"),
             (["--room", "a/b"], "--room a/b"),
             (["--max-loss", "150%"], "--max-loss 150%"),
+            (["--audio-levels", "yes"], "--audio-levels yes: on or off"),
             (["--url", "https://127.0.0.1:8080"], "only http://"),
             (["--url", "http://127.0.0.1:8080/v1"], "no path"),
             (["--url", "http://127.0.0.1:99999"], "bad port"),
