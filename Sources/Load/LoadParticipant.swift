@@ -63,8 +63,6 @@ final class LoadParticipant {
     private let pictureLoop: PictureLoop?
     private let audioSSRC = UInt32.random(in: 1...UInt32.max)
     private let videoSSRC = UInt32.random(in: 1...UInt32.max)
-    /// Speakers' frequencies, measured in every mix frame.
-    private let meter: ToneMeter
 
     private(set) var state = State.absent
     private(set) var results = Results()
@@ -82,7 +80,8 @@ final class LoadParticipant {
     private var timerDeadline: Instant?
     private var postedAt: Instant?
     private var connectedAt: Instant?
-    private var opusDecoder: OpusDecoder?
+    /// The stream of mix packets so far (its last two), decoded in `model.mixDecoding`.
+    private var mixStream: SharedMixDecoding.Key?
     private var videoReceiver: VideoReceiver?
     private var keyFramesSeen = 0
     private var lastFrameTimestamp: UInt32?
@@ -117,7 +116,6 @@ final class LoadParticipant {
         self.toneLoop = toneLoop
         self.silence = silence
         self.pictureLoop = pictureLoop
-        meter = ToneMeter(frequencies: model.speakers.map(\.frequency))
         quietFrames = model.speakers.map { _ in 0 }
     }
 
@@ -195,7 +193,6 @@ final class LoadParticipant {
         if let hostAudio { receiver.add(.init(mediaSSRC: hostAudio, clockRate: 48_000, isVideo: false, nack: false)) }
         if let hostVideo { receiver.add(.init(mediaSSRC: hostVideo, clockRate: 90_000, isVideo: true, nack: true)) }
         self.receiver = receiver
-        do { opusDecoder = try OpusDecoder(channels: 1) } catch { return fail("Opus decoder: \(error)") }
         if decodes {
             do {
                 let videoReceiver = try VideoReceiver()
@@ -251,6 +248,7 @@ final class LoadParticipant {
         timerDeadline = nil
         connectedAt = nil
         videoReceiver = nil
+        mixStream = nil
         lastFrameArrival = nil
         lastFrameTimestamp = nil
         state = .absent
@@ -437,11 +435,17 @@ final class LoadParticipant {
 
     /// A mix packet: each speaker's tone measured; onsets timed.
     private func heard(_ packet: RTPPacket, now: Instant) {
-        guard let opusDecoder, let frame = try? opusDecoder.decode(Array(packet.payload)) else { return }
+        guard let (stream, heard) = model.mixDecoding.hear(Array(packet.payload), after: mixStream, now: now) else {
+            mixStream = nil
+            return
+        }
+        mixStream = stream
         guard let connectedAt, now - connectedAt >= .seconds(1) else { return }  // the host's jitter buffer fills
-        let (level, fractions) = meter.measure(frame.samples)
-        for (speaker, fraction) in fractions.enumerated() {
-            defer { quietFrames[speaker] = fraction < 0.01 ? quietFrames[speaker] + 1 : 0 }
+        let level = heard.level
+        for (speaker, fraction) in heard.fractions.enumerated() {
+            // A frame under the judged level holds no tone, whatever shares its noise has (when
+            // every speaker's gap falls at once, the whole mix is such a frame).
+            defer { quietFrames[speaker] = fraction < 0.01 || level <= Self.judgedLevel ? quietFrames[speaker] + 1 : 0 }
             guard level > Self.judgedLevel else { continue }
             if speaker == index {
                 results.framesCheckedForOwnTone += 1

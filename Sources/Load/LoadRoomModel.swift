@@ -24,6 +24,8 @@ final class LoadRoomModel {
     var layout: (template: TemplateDescription, readAt: Instant)?
     /// The last join or leave of any participant (the host's layout follows it).
     var lastMembershipChange: Instant
+    /// Every participant's mix, each distinct stream decoded once.
+    let mixDecoding: SharedMixDecoding
 
     init(options: LoadOptions, start: Instant) {
         self.options = options
@@ -35,6 +37,7 @@ final class LoadRoomModel {
         onsets = Array(repeating: [], count: options.participants)
         pictureSends = Array(repeating: Array(repeating: nil, count: SyntheticSignal.pictureLoopLength), count: options.participants)
         lastMembershipChange = start
+        mixDecoding = SharedMixDecoding(frequencies: speakers.map(\.frequency))
     }
 
     func toneOnsetSent(by index: Int, at time: Instant) {

@@ -254,8 +254,12 @@ public final class LoadRun {
         let videoLatencies = results.flatMap { $0.videoLatencies.map { [$0.at, $0.milliseconds] } }.sorted { $0[0] < $1[0] }
         let audioValues = audioLatencies.map { $0[1] }, videoValues = videoLatencies.map { $0[1] }
         let decoders = participants.filter(\.decodes).map(\.identity)
-        let decoding = options.video == nil ? "the mix of every participant (Opus), no video"
-            : "the mix of every participant; the composite (VP8) of \(decoders.isEmpty ? "none" : decoders.joined(separator: ", ")), every 6th picture checked; the others count composite packets and frames"
+        let mixes = model.map { model -> String in
+            let shared = model.mixDecoding.shared, decodes = model.mixDecoding.decodes
+            return "the mix of every participant, each distinct stream of packets decoded once (\(decodes) decodes for \(decodes + shared) packets)"
+        } ?? "the mix of every participant"
+        let decoding = options.video == nil ? "\(mixes); no video"
+            : "\(mixes); the composite (VP8) of \(decoders.isEmpty ? "none" : decoders.joined(separator: ", ")), every 6th picture checked; the others count composite packets and frames"
         let figures = LoadReport.Figures(
             participants: options.participants, speakers: options.speakers, video: options.video?.description ?? "off",
             durationSeconds: end, joinMillisecondsMedian: Percentile.of(results.flatMap(\.joinMilliseconds), 0.5),

@@ -1,4 +1,5 @@
 private import COpus
+import Foundation
 import Wire
 
 /// Why an Opus encoder or decoder could not do what was asked: libopus's error and its words.
@@ -185,7 +186,25 @@ public final class OpusDecoder {
         pcm = [Int16](repeating: 0, count: Self.maxSamplesPerChannel * channels)
     }
 
+    private init(taking decoder: OpaquePointer, channels: Int) {
+        self.decoder = decoder
+        self.channels = channels
+        pcm = [Int16](repeating: 0, count: Self.maxSamplesPerChannel * channels)
+    }
+
     deinit { opus_decoder_destroy(decoder) }
+
+    /// An independent decoder in this one's state, so that two streams that shared their past
+    /// can each go on from it. libopus keeps a decoder's state in one block that a shallow copy
+    /// duplicates (opus.h), allocated with malloc as `opus_decoder_create` does.
+    public func copy() throws(OpusCodecError) -> OpusDecoder {
+        let size = Int(opus_decoder_get_size(Int32(channels)))
+        guard size > 0, let block = malloc(size) else { throw .initializationFailed("no memory for a decoder of \(size) bytes") }
+        memcpy(block, UnsafeRawPointer(decoder), size)
+        let copy = OpusDecoder(taking: OpaquePointer(block), channels: channels)
+        copy.lastFrameSamples = lastFrameSamples
+        return copy
+    }
 
     /// Whether `packet` carries in-band FEC for the packet before it (SILK or hybrid mode with
     /// the LBRR flag set); false for CELT-only and malformed packets.
