@@ -144,7 +144,6 @@ public struct ReceiverBandwidthEstimate: Sendable {
 
     /// Drops the REMB cap (the receiver's REMB was read as no sign of a shortfall).
     public mutating func forgetREMB() {
-        guard rembBitrate != nil else { return }
         rembBitrate = nil
     }
 
