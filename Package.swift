@@ -50,7 +50,7 @@ let package = Package(
                 resources: [.copy("Web")]),
         // tessera load: synthetic participants in the client role, their checks and the report.
         .target(name: "Load", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Sockets", "Media", "Compositing"]),
-        .executableTarget(name: "tessera", dependencies: ["Server", "Load", "Sockets", "RTP", "SDP", "Transport", "Media", "Compositing"]),
+        .executableTarget(name: "tessera", dependencies: ["Wire", "Server", "Load", "Sockets", "RTP", "SDP", "Transport", "Media", "Compositing"]),
 
         // Seeded mutation of valid messages, shared by every parser's robustness test.
         .target(name: "WireTesting", dependencies: ["Wire"], path: "Tests/WireTesting"),

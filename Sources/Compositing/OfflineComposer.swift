@@ -16,7 +16,7 @@ public final class OfflineComposer {
 
         public var description: String {
             switch self {
-            case .template(let why): "template: \(why)"
+            case .template(let why): "layout: \(why)"
             case .input(let path, let error): "\(path): \(error)"
             case .decoder(let why): "decoder: \(why)"
             case .recording(let error): "\(error)"
@@ -66,18 +66,23 @@ public final class OfflineComposer {
     private let inputs: [Input]
     private let outputPath: String
 
-    /// Reads the template (the contract's JSON) and opens every input; nothing is written yet.
+    /// The canvas a preset composes on (a template names its own).
+    public static let presetCanvas = TemplateDescription.Canvas(width: 1280, height: 720, fps: 30)
+
+    /// Reads the layout (the same JSON as `PUT /v1/rooms/{room}/layout`: a template, or a preset
+    /// applied to the inputs in the order given) and opens every input; nothing is written yet.
     public init(templateJSON: Data, inputPaths: [String], outputPath: String) throws(ComposeError) {
-        do { description = try JSONDecoder().decode(TemplateDescription.self, from: templateJSON) } catch {
-            throw .template("\(error)")
-        }
-        do { try description.validate() } catch { throw .template(error.description) }
+        let request: LayoutRequest
+        do { request = try LayoutRequest(json: Array(templateJSON)) } catch { throw .template(error.description) }
         guard !inputPaths.isEmpty else { throw .template("no input files") }
         var inputs: [Input] = []
         for path in inputPaths { inputs.append(try Input(path: path)) }
-        let names = Set(inputs.map(\.name))
+        var participants: [String] = []
+        for input in inputs where !participants.contains(input.name) { participants.append(input.name) }
+        description = request.template(participants: participants, canvas: Self.presetCanvas)
+        let names = Set(participants)
         for (index, position) in description.positions.enumerated() where !names.contains(position.participant) {
-            throw .template("positions[\(index)].participant \"\(position.participant)\" names no input (inputs: \(names.sorted().joined(separator: ", ")))")
+            throw .template("`positions[\(index)].participant`: \"\(position.participant)\" names no input (inputs: \(names.sorted().joined(separator: ", ")))")
         }
         self.inputs = inputs
         self.outputPath = outputPath

@@ -1,4 +1,5 @@
 import Foundation
+import Wire
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -68,7 +69,7 @@ final class HostHTTPClient: Sendable {
             box.set(result)
             done.signal()
         }
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let seconds = timeout.seconds
         guard done.wait(timeout: .now() + seconds) == .success, let result = box.get() else {
             return .failure(.transport("\(method) \(path): no answer within \(timeout)"))
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Wire
 
 /// What `tessera load` was asked to do, read from its command line.
 public struct LoadOptions: Sendable, Equatable {
@@ -31,8 +32,18 @@ public struct LoadOptions: Sendable, Equatable {
     public var audioLevels = true
     /// Participants that decode the composite to check colours and read frame codes.
     public var decoders = 2
-    /// The report's path without extension: PATH.json and PATH.html; nil writes none.
-    public var report: String? = "tessera-load-report"
+    /// Where the report goes: PATH.json and PATH.html.
+    public enum ReportDestination: Sendable, Equatable {
+        /// `reports/tessera-load-YYYYMMDD-HHMMSS` under the working directory.
+        case defaultFolder
+        /// The path given with `--report`, without extension.
+        case path(String)
+        /// `--report none`.
+        case none
+    }
+    public var report = ReportDestination.defaultFolder
+    /// The folder reports go to when `--report` is not given.
+    public static let defaultReportFolder = "reports"
     /// Hosts outside loopback are refused unless this is set.
     public var allowRemote = false
     /// No live progress line.
@@ -50,7 +61,10 @@ public struct LoadOptions: Sendable, Equatable {
                             [--audio-levels on|off] [--decoders 2] [--report PATH|none] [--max-audio-latency 500ms]
                             [--max-video-latency 800ms] [--max-loss 2%] [--allow-remote] [--quiet]
         Synthetic participants join the room, send their tone and colour, check what they receive,
-        and report. Exit status 0 only when every check passed.
+        and report: a table on standard output, and PATH.json and PATH.html (by default
+        reports/tessera-load-YYYYMMDD-HHMMSS under the working directory; --report none writes
+        none). --name=value works as well as --name value. Exit status 0 only when every check
+        passed, 1 when a check failed, 2 for bad arguments.
         """
 
     /// Reads `tessera load`'s arguments (after the subcommand).
@@ -98,10 +112,12 @@ public struct LoadOptions: Sendable, Equatable {
             case "decoders":
                 guard let count = Int(value), (0...50).contains(count) else { throw bad("a count from 0 to 50") }
                 decoders = count
-            case "report": report = value == "none" ? nil : value
+            case "report":
+                guard !value.isEmpty else { throw bad("a path without extension, or none") }
+                report = value == "none" ? .none : .path(value)
             case "max-audio-latency", "max-video-latency":
                 guard let bound = Self.duration(value), bound > .zero else { throw bad("a duration like 400ms") }
-                let milliseconds = Double(bound.components.seconds) * 1000 + Double(bound.components.attoseconds) / 1e15
+                let milliseconds = bound.seconds * 1000
                 if name == "max-audio-latency" { maxAudioLatencyMilliseconds = milliseconds } else { maxVideoLatencyMilliseconds = milliseconds }
             case "max-loss":
                 let number = value.hasSuffix("%") ? Double(value.dropLast()).map { $0 / 100 } : Double(value)

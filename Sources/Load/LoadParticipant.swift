@@ -122,7 +122,7 @@ final class LoadParticipant {
     private var now: Instant { loop.clock.now() }
 
     private func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        duration.seconds
     }
 
     private var runSeconds: Double { seconds(now - model.start) }

@@ -84,7 +84,7 @@ public final class LoadRun {
     private func seconds(_ instant: Instant) -> Double {
         guard let model else { return 0 }
         let duration = instant - model.start
-        return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return duration.seconds
     }
 
     private func schedule(start: Instant, on loop: EventLoop) {

@@ -294,8 +294,10 @@ public final class HostAPI: Sendable {
             var muted: Muted?
         }
         let patch: Patch
-        do { patch = try JSONDecoder().decode(Patch.self, from: Data(body)) } catch {
-            return .error(400, "bad JSON", detail: "expected {\"hear\": {\"ID\": false}, \"muted\": {\"audio\": true}}")
+        do {
+            patch = try StrictJSON.decode(Patch.self, from: body, shape: .object(["hear": .dictionary(.boolean), "muted": .object(["audio": .boolean, "video": .boolean])]))
+        } catch {
+            return .error(400, "bad JSON", detail: "\(error); expected {\"hear\": {\"ID\": false}, \"muted\": {\"audio\": true}}")
         }
         for identity in (patch.hear ?? [:]).keys where !Self.isValidName(identity) {
             return .error(400, "bad identity", detail: "hear names \(identity.prefix(64)), not an identity")
@@ -346,10 +348,9 @@ public final class HostAPI: Sendable {
         struct Body: Decodable { var file: String? }
         var file: String?
         if !request.body.isEmpty {
-            guard let body = try? JSONDecoder().decode(Body.self, from: Data(request.body)) else {
-                return .error(400, "bad JSON", detail: #"expected {"file": "name.webm"} or no body"#)
+            do { file = try StrictJSON.decode(Body.self, from: request.body, shape: .object(["file": .string])).file } catch {
+                return .error(400, "bad JSON", detail: #"\#(error); expected {"file": "name.webm"} or no body"#)
             }
-            file = body.file
         }
         let id = UUID().uuidString.lowercased()
         let name = file ?? "\(room)-\(Int(Date().timeIntervalSince1970)).webm"
@@ -450,11 +451,8 @@ public final class HostAPI: Sendable {
         guard request.contentType == "application/json" else {
             return .error(415, "wrong content type", detail: "send the layout as application/json")
         }
-        let layout: RoomVideo.Layout
-        switch Self.readLayout(request.body) {
-        case .success(let read): layout = read
-        case .failure(let error): return .error(400, "bad layout", detail: error.detail)
-        }
+        let layout: LayoutRequest
+        do { layout = try LayoutRequest(json: request.body) } catch { return .error(400, "bad layout", detail: error.description) }
         let rooms = self.rooms
         let outcome: Result<TemplateDescription, HTTPResponseError>
         do {
@@ -478,44 +476,6 @@ public final class HostAPI: Sendable {
         switch outcome {
         case .success(let description): return .json(200, description)
         case .failure(let error): return .error(error.status, error.error, detail: error.detail)
-        }
-    }
-
-    /// A layout body: a preset by name, or a valid template description.
-    static func readLayout(_ body: [UInt8]) -> Result<RoomVideo.Layout, HTTPResponseError> {
-        struct PresetBody: Decodable { let preset: String }
-        func bad(_ detail: String) -> Result<RoomVideo.Layout, HTTPResponseError> { .failure(HTTPResponseError(400, "bad layout", detail)) }
-        let data = Data(body)
-        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
-            return bad("the body is not a JSON object")
-        }
-        if object["preset"] != nil {
-            guard let named = try? JSONDecoder().decode(PresetBody.self, from: data) else { return bad("preset must be a string") }
-            guard let preset = LayoutPreset(rawValue: named.preset) else {
-                let names = LayoutPreset.allCases.map(\.rawValue).joined(separator: ", ")
-                return bad("preset: unknown preset \"\(named.preset.prefix(64))\" (one of \(names))")
-            }
-            return .success(.preset(preset))
-        }
-        let description: TemplateDescription
-        do { description = try JSONDecoder().decode(TemplateDescription.self, from: data) } catch {
-            return bad("not a template: \(Self.describe(error))")
-        }
-        do { try description.validate() } catch { return bad(error.description) }
-        return .success(.custom(description))
-    }
-
-    /// A decoding error as "field.path: what".
-    private static func describe(_ error: Error) -> String {
-        switch error {
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
-            DecodingError.keyNotFound(_, let context), DecodingError.dataCorrupted(let context):
-            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
-            var what = context.debugDescription
-            if case DecodingError.keyNotFound(let key, _) = error { what = "\(key.stringValue) is missing" }
-            return path.isEmpty ? what : "\(path): \(what)"
-        default:
-            return "\(error)"
         }
     }
 

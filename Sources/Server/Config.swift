@@ -1,6 +1,8 @@
-import Sockets
+import Compositing
 import Foundation
+import Sockets
 import Transport
+import Wire
 
 /// The host's configuration, decoded from `Config/tessera.json`. Every field has a default, so
 /// `tessera serve` runs with no file at all, and a file need only name what it changes.
@@ -87,11 +89,49 @@ public struct HostConfig: Sendable, Equatable {
         public var description: String {
             switch self {
             case .unreadable(let path, let reason): "cannot read config \(path): \(reason)"
-            case .invalid(let path, let reason): "config \(path) is not valid: \(reason)"
+            case .invalid(let path, let reason): "config \(path): \(reason)"
             case .unsafe(let reason): reason
             }
         }
     }
+
+    /// The config file read when no `--config` is given and it exists (relative to the
+    /// working directory).
+    public static let conventionalPath = "Config/tessera.json"
+
+    /// Where a command's config came from, as it says at start ("config: Config/tessera.json").
+    public enum Source: Sendable, Equatable, CustomStringConvertible {
+        case file(String)
+        case builtInDefaults
+        public var description: String {
+            switch self {
+            case .file(let path): path
+            case .builtInDefaults: "built-in defaults (no --config and no \(HostConfig.conventionalPath))"
+            }
+        }
+    }
+
+    /// The one rule every subcommand follows: `--config FILE` when given, else
+    /// `Config/tessera.json` when it exists, else the built-in defaults.
+    public static func resolve(explicitPath: String?, fileExists: (String) -> Bool = { FileManager.default.fileExists(atPath: $0) })
+        throws(LoadError) -> (config: HostConfig, source: Source)
+    {
+        if let explicitPath { return (try load(path: explicitPath), .file(explicitPath)) }
+        if fileExists(conventionalPath) { return (try load(path: conventionalPath), .file(conventionalPath)) }
+        return (try load(path: nil), .builtInDefaults)
+    }
+
+    /// What a config file may hold; an unknown key is refused with the nearest known one.
+    static let shape: JSONShape = .object([
+        "http": .object(["listen": .string, "maxBodyBytes": .integer, "connectionLimit": .integer]),
+        "media": .object(["listen": .string, "announce": .array(.string)]),
+        "auth": .object(["secret": .nullable(.string)]),
+        "limits": .object(["maxRooms": .integer, "maxParticipantsPerRoom": .integer]),
+        "recordings": .object(["folder": .string]),
+        "video": .object(["width": .integer, "height": .integer, "fps": .integer, "bitrate": .integer,
+                          "lowWidth": .integer, "lowHeight": .integer, "lowBitrate": .integer]),
+        "testing": .object(["faults": .array(.string)]),
+    ])
 
     /// Reads and checks a config file. A missing path gives the defaults.
     public static func load(path: String?) throws(LoadError) -> HostConfig {
@@ -101,47 +141,56 @@ public struct HostConfig: Sendable, Equatable {
             do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
                 throw .unreadable(path: path, reason: error.localizedDescription)
             }
-            do { config = try JSONDecoder().decode(HostConfig.self, from: data) } catch {
-                throw .invalid(path: path, reason: Self.describe(error))
+            do { config = try StrictJSON.decode(HostConfig.self, from: Array(data), shape: shape) } catch {
+                throw .invalid(path: path, reason: error.description)
             }
+            do { try config.validate() } catch { throw .invalid(path: path, reason: error.description) }
+        } else {
+            try config.validate()
         }
-        try config.validate()
         return config
     }
 
-    /// Addresses parse, and auth is off only while every listen address is loopback.
+    /// Every value within its bounds, and auth off only while every listen address is loopback.
+    /// The error names the field.
     public func validate() throws(LoadError) {
-        let http: TransportAddress, media: TransportAddress
-        do {
-            http = try TransportAddress(parsing: self.http.listen)
-            media = try TransportAddress(parsing: self.media.listen)
-        } catch { throw .unsafe("bad listen address: \(error)") }
-        if (auth.secret ?? "").isEmpty, !(http.isLoopback && media.isLoopback) {
+        func bad(_ field: String, _ reason: String) -> LoadError { .unsafe(JSONDocumentError(field: field, reason: reason).description) }
+        func address(_ field: String, _ text: String) throws(LoadError) -> TransportAddress {
+            do { return try TransportAddress(parsing: text) } catch { throw bad(field, "\(error)") }
+        }
+        let http = try address("http.listen", self.http.listen)
+        let media = try address("media.listen", self.media.listen)
+        for (index, announced) in self.media.announce.enumerated() {
+            let field = "media.announce[\(index)]"
+            let parsed = try? TransportAddress(parsing: announced.contains(":") ? "[\(announced)]:0" : "\(announced):0")
+            guard let parsed else { throw bad(field, "\"\(announced.prefix(64))\" is not an IPv4 or IPv6 address") }
+            guard !parsed.isUnspecified else { throw bad(field, "\(announced) is not an address a peer can reach") }
+        }
+        if let secret = auth.secret, secret.isEmpty { throw bad("auth.secret", "is empty: leave it out (or null) for no auth") }
+        if auth.secret == nil, !(http.isLoopback && media.isLoopback) {
             throw .unsafe("refusing to listen on \(http.isLoopback ? media : http) without auth.secret: "
                 + "set auth.secret in the config, or listen on 127.0.0.1 only")
         }
-        if self.http.maxBodyBytes < 1024 { throw .unsafe("http.maxBodyBytes must be at least 1024") }
-        if limits.maxRooms < 1 || limits.maxParticipantsPerRoom < 1 { throw .unsafe("limits must be at least 1") }
-        if !(2...3840).contains(video.width) || !(2...2160).contains(video.height) {
-            throw .unsafe("video.width and video.height must be within 2…3840 × 2…2160")
+        func within(_ field: String, _ value: Int, _ range: ClosedRange<Int>, _ unit: String = "") throws(LoadError) {
+            guard range.contains(value) else { throw bad(field, "must be \(range.lowerBound)…\(range.upperBound)\(unit), not \(value)") }
         }
-        if !(1...60).contains(video.fps) { throw .unsafe("video.fps must be 1…60") }
-        if !(100_000...20_000_000).contains(video.bitrate) { throw .unsafe("video.bitrate must be 100000…20000000 bit/s") }
-        if !(2...3840).contains(video.lowWidth) || !(2...2160).contains(video.lowHeight) {
-            throw .unsafe("video.lowWidth and video.lowHeight must be within 2…3840 × 2…2160")
+        try within("http.maxBodyBytes", self.http.maxBodyBytes, 1024...(64 << 20), " bytes")
+        try within("http.connectionLimit", self.http.connectionLimit, 1...65_536)
+        try within("limits.maxRooms", limits.maxRooms, 1...100_000)
+        try within("limits.maxParticipantsPerRoom", limits.maxParticipantsPerRoom, 1...10_000)
+        let folder = recordings.folder
+        if folder.isEmpty || folder.contains("\0") { throw bad("recordings.folder", "must be a folder path") }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw bad("recordings.folder", "\(folder) exists and is not a folder")
         }
-        if !(100_000...20_000_000).contains(video.lowBitrate) { throw .unsafe("video.lowBitrate must be 100000…20000000 bit/s") }
-    }
-
-    private static func describe(_ error: Error) -> String {
-        switch error {
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
-            DecodingError.keyNotFound(_, let context), DecodingError.dataCorrupted(let context):
-            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
-            return path.isEmpty ? context.debugDescription : "\(path): \(context.debugDescription)"
-        default:
-            return "\(error)"
-        }
+        try within("video.width", video.width, 2...3840)
+        try within("video.height", video.height, 2...2160)
+        try within("video.fps", video.fps, 1...60)
+        try within("video.bitrate", video.bitrate, 100_000...20_000_000, " bit/s")
+        try within("video.lowWidth", video.lowWidth, 2...3840)
+        try within("video.lowHeight", video.lowHeight, 2...2160)
+        try within("video.lowBitrate", video.lowBitrate, 100_000...20_000_000, " bit/s")
     }
 }
 
@@ -163,7 +212,13 @@ extension HostConfig.Testing: Codable {
     enum CodingKeys: String, CodingKey { case faults }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        faults = try c.decodeIfPresent(Set<Fault>.self, forKey: .faults) ?? faults
+        for name in try c.decodeIfPresent([String].self, forKey: .faults) ?? [] {
+            guard let fault = Fault(rawValue: name) else {
+                throw DecodingError.dataCorruptedError(forKey: .faults, in: c, debugDescription:
+                    "unknown fault \"\(name.prefix(64))\" (one of \(Fault.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            faults.insert(fault)
+        }
     }
 }
 extension HostConfig.Video: Codable {

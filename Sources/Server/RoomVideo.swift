@@ -22,13 +22,9 @@ import Wire
 /// and picture-in-picture presets put its pick in the main tile. Lives on the media loop thread; started with the room's first participant and
 /// stopped when the room closes.
 final class RoomVideo {
-    /// What decides the positions.
-    enum Layout: Equatable {
-        /// A preset, recomputed on every join and leave.
-        case preset(LayoutPreset)
-        /// A template given through the API; kept as given (a leaver's tile shows its placeholder).
-        case custom(TemplateDescription)
-    }
+    /// What decides the positions: a preset, recomputed on every join and leave, or a template
+    /// given through the API, kept as given (a leaver's tile shows its placeholder).
+    typealias Layout = LayoutRequest
 
     /// One encoding of the composite: its encoder thread, its packetizer and its key frame
     /// pacing. The main one is at the canvas size; the lower one (`HostConfig.Video.lowWidth`…)

@@ -50,6 +50,15 @@ extension TransportAddress {
         }
     }
 
+    /// True for 0.0.0.0 and ::, which a socket binds to mean "every interface" and no peer can
+    /// send to.
+    public var isUnspecified: Bool {
+        switch ip {
+        case .v4(let address): address == 0
+        case .v6(let high, let low): high == 0 && low == 0
+        }
+    }
+
     /// The address a socket call filled in; nil for a family other than IPv4 and IPv6.
     init?(_ storage: sockaddr_storage) {
         var storage = storage

@@ -32,7 +32,7 @@ private func benchMix(tracks count: Int) -> Measurement {
     let tracks = (0..<count).map { AudioTrack(id: "guest-\($0)") }
     for track in tracks { compositor.addTrack(track) }
     let frames = toneFrames(count)
-    guard var output = compositor.outputTrack?.makeReader() else { fail("bench: the compositor has no output track") }
+    guard var output = compositor.outputTrack?.makeReader() else { abort("bench", "the compositor has no output track") }
     var now = Instant(nanoseconds: 1_000_000_000)
     return measure("AudioCompositor tick, \(count) tracks: push, read, sum, limit", unit: " trk/s", operationsPerCall: count) {
         for index in tracks.indices { tracks[index].push(frames[index], now: now) }

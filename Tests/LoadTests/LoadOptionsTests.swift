@@ -23,7 +23,7 @@ import WireTesting
         #expect(options.room == "bench-1" && options.participants == 200 && options.duration == .milliseconds(1500))
         #expect(options.joinRate == 25 && options.video == nil && options.speakers == 5 && options.churn == 0.5)
         #expect(options.decoders == 0)  // nothing to decode without video
-        #expect(options.report == nil && options.quiet && !options.audioLevels)
+        #expect(options.report == .none && options.quiet && !options.audioLevels)
         #expect(options.maxAudioLatencyMilliseconds == 300 && options.maxVideoLatencyMilliseconds == 1000)
         #expect(options.maxLossFraction == 0.01)
     }

@@ -52,6 +52,55 @@ import Transport
         #expect(throws: HostConfig.LoadError.self) { try HostConfig.load(path: "/nonexistent/tessera.json") }
     }
 
+    /// Each kind of mistake a person makes in the file refuses the config, and the message
+    /// names the field (and, for a misspelt key, the key meant).
+    @Test(arguments: [
+        (#"{"auth": {"secrte": "s3cret"}}"#, "`auth.secrte`: unknown key; did you mean `secret`?"),
+        (#"{"htp": {"listen": "127.0.0.1:9000"}}"#, "`htp`: unknown key; did you mean `http`?"),
+        (#"{"http": {"listen": "127.0.0.1:8080", "maxbodybytes": 1024}}"#, "`http.maxbodybytes`: unknown key; did you mean `maxBodyBytes`?"),
+        ("{\n  \"http\": {\"listen\": \"127.0.0.1:8080\",}\n}", "line 2, column 39"),
+        (#"{"media": {"announce": ["not-an-ip"]}}"#, "`media.announce[0]`: \"not-an-ip\" is not an IPv4 or IPv6 address"),
+        (#"{"media": {"announce": ["0.0.0.0"]}}"#, "`media.announce[0]`"),
+        (#"{"media": {"listen": "127.0.0.1:70000"}}"#, "`media.listen`"),
+        (#"{"http": {"listen": "localhost:8080"}}"#, "`http.listen`"),
+        (#"{"http": {"maxBodyBytes": "64k"}}"#, "`http.maxBodyBytes`: must be a whole number, not a string"),
+        (#"{"http": {"connectionLimit": 0}}"#, "`http.connectionLimit`: must be 1…65536, not 0"),
+        (#"{"limits": {"maxRooms": 2.5}}"#, "`limits.maxRooms`: must be a whole number"),
+        (#"{"auth": {"secret": ""}}"#, "`auth.secret`: is empty"),
+        (#"{"recordings": {"folder": ""}}"#, "`recordings.folder`"),
+        (#"{"video": {"fps": 120}}"#, "`video.fps`: must be 1…60, not 120"),
+        (#"{"testing": {"faults": ["ownVoice"]}}"#, "unknown fault \"ownVoice\""),
+    ])
+    func aMistakeInTheFileIsRefusedAndNamed(json: String, message: String) {
+        #expect {
+            try load(json)
+        } throws: { error in
+            "\(error)".contains(message)
+        }
+    }
+
+    @Test func aRecordingsFolderThatIsAFileIsRefused() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-folder-\(UUID().uuidString)").path
+        _ = FileManager.default.createFile(atPath: file, contents: Data())
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        #expect(throws: HostConfig.LoadError.self) { try load(#"{"recordings": {"folder": "\#(file)"}}"#) }
+    }
+
+    /// One rule for every subcommand: --config, else Config/tessera.json when it exists, else
+    /// the built-in defaults.
+    @Test func theConfigIsFoundByOneRule() throws {
+        let explicitPath = FileManager.default.temporaryDirectory.appendingPathComponent("explicit-\(UUID().uuidString).json").path
+        _ = FileManager.default.createFile(atPath: explicitPath, contents: Data(#"{"http": {"listen": "127.0.0.1:9001"}}"#.utf8))
+        defer { try? FileManager.default.removeItem(atPath: explicitPath) }
+        let explicit = try HostConfig.resolve(explicitPath: explicitPath, fileExists: { _ in true })
+        #expect(explicit.source == .file(explicitPath) && explicit.config.http.listen == "127.0.0.1:9001")
+        let none = try HostConfig.resolve(explicitPath: nil, fileExists: { _ in false })
+        #expect(none.source == .builtInDefaults && none.config == HostConfig())
+        var asked: [String] = []
+        _ = try? HostConfig.resolve(explicitPath: nil, fileExists: { asked.append($0); return false })
+        #expect(asked == ["Config/tessera.json"])
+    }
+
     @Test(arguments: [
         ("127.0.0.1:8080", UInt16(8080), true),
         ("[::1]:443", UInt16(443), true),

@@ -1,0 +1,75 @@
+import Load
+
+/// Tessera's own version, printed first by `tessera version`.
+let tesseraVersion = "0.2.0"
+
+// MARK: - The subcommands and their usage
+
+let serveCommand = Subcommand(name: "serve", summary: "run the host", usage: """
+    usage: tessera serve [--config FILE]
+           tessera serve --check-config FILE
+    Runs the conference host: the HTTP API and web page, and the media port. It prints
+    `tessera: listening on http://HOST:PORT` when ready; SIGINT or SIGTERM finishes every
+    recording and exits 0.
+    The config is FILE when --config is given, else Config/tessera.json when it exists in the
+    working directory, else the built-in defaults (loopback only, auth off); the first line on
+    standard error says which. docs/config.md lists every key.
+      --config FILE        the config file to serve with
+      --check-config FILE  check FILE (JSON syntax, known keys, every value) and exit: 0 when it is
+                           valid, 1 with the reason when not
+    """, valued: ["config", "check-config"])
+
+let tokenCommand = Subcommand(name: "token", summary: "mint a join token from the config's auth.secret", usage: """
+    usage: tessera token --room R --identity ID [--admin] [--ttl 1h] [--config FILE]
+    Prints an HS256 join token signed with the config's auth.secret, for
+    `Authorization: Bearer TOKEN` or `?token=TOKEN`. The config is found as `tessera serve` finds
+    it (--config FILE, else Config/tessera.json, else the built-in defaults, which have no secret).
+      --room R        the room the token is for (1 to 64 of A-Z a-z 0-9 - _ .)
+      --identity ID   the participant's identity (same characters)
+      --admin         also grant the room's layout, recording and moderation calls
+      --ttl DURATION  how long it is valid: 30m, 1h, 2d, or seconds (default 1h)
+      --config FILE   the config whose auth.secret signs it
+    """, valued: ["room", "identity", "ttl", "config"], flags: ["admin"])
+
+let composeCommand = Subcommand(name: "compose", summary: "compose recordings offline into one WebM", usage: """
+    usage: tessera compose --template T.json --out out.webm [--realtime] INPUT...
+    Composes recordings (WebM, IVF or Ogg; VP8 and/or Opus) into one WebM with the composed video
+    and the mix of every input's audio. Each input is a participant named by its file name
+    without extension (alice for alice.webm). The template is the same JSON as
+    `PUT /v1/rooms/{room}/layout` takes (docs/api.md, "Templates"): a template whose positions
+    name inputs, or a preset such as {"preset": "grid"}, applied to the inputs in the order given.
+      --template FILE  the layout JSON
+      --out FILE       the WebM to write
+      --realtime       pace the work at media speed instead of as fast as the CPU allows
+    """, valued: ["template", "out"], flags: ["realtime"], takesOperands: true)
+
+let benchCommand = Subcommand(name: "bench", summary: "measure per-packet and per-frame throughput", usage: """
+    usage: tessera bench [NAME...]
+    Measures the per-packet and per-frame work on one thread: medians of 5 rounds after a warm-up.
+    Build with `swift build -c release` for figures worth comparing; all of them take about
+    2 minutes. Names (all when none is given):
+      \(benchmarkNames.joined(separator: " "))
+    """, takesOperands: true)
+
+let loadCommand = Subcommand(name: "load", summary: "synthetic participants load a host and check what they receive",
+                             usage: LoadOptions.usage)
+
+let versionCommand = Subcommand(name: "version", summary: "print Tessera's version and the linked libraries' versions", usage: """
+    usage: tessera version
+    Prints Tessera's version, then the version of each C library it is linked with.
+    """)
+
+let helpCommand = Subcommand(name: "help", summary: "print the usage of every command, or of one", usage: """
+    usage: tessera help [COMMAND]
+    """, takesOperands: true)
+
+let subcommands = [serveCommand, loadCommand, tokenCommand, composeCommand, benchCommand, versionCommand, helpCommand]
+
+/// `tessera help` and a bare `tessera`: every command with its summary.
+var overview: String {
+    let width = subcommands.map(\.name.count).max() ?? 0
+    return "usage: tessera COMMAND [OPTIONS]\n\ncommands:\n"
+        + subcommands.map { "  \($0.name.padding(toLength: width + 2, withPad: " ", startingAt: 0))\($0.summary)" }.joined(separator: "\n")
+        + "\n\n`tessera help COMMAND` or `tessera COMMAND --help` prints a command's usage. Tessera \(tesseraVersion)."
+}
+
