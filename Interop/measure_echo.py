@@ -4,6 +4,8 @@ host in a loopback-only namespace) and reports, per peer, the median time from t
 connected and to the first echoed video frame.
 
     Interop/measure_echo.py [--runs 10] [--peers "aiortc chromium"] [--tessera PATH]
+
+PATH defaults to the newer of .build/release/tessera and .build/debug/tessera.
 """
 import argparse
 import json
@@ -17,11 +19,19 @@ FIRST_FRAME = {"aiortc": "msPostToFirstVideoFrame", "chromium": "msPostToFirstFr
                "gstreamer": "msPostToFirstVideoFrame"}
 
 
+def default_tessera() -> Path:
+    """The release build when it is newer than the debug one or the debug one is missing."""
+    release, debug = HERE.parent / ".build/release/tessera", HERE.parent / ".build/debug/tessera"
+    if release.exists() and (not debug.exists() or release.stat().st_mtime > debug.stat().st_mtime):
+        return release
+    return debug
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--peers", default="aiortc chromium")
-    parser.add_argument("--tessera", default=str(HERE.parent / ".build/debug/tessera"))
+    parser.add_argument("--tessera", default=str(default_tessera()))
     parser.add_argument("--seconds", type=int, default=4)
     args = parser.parse_args()
     samples: dict[str, dict[str, list[float]]] = {}

@@ -2,13 +2,13 @@
 # Interop suite for the host's echo endpoint (POST /v1/echo): real WebRTC peers call it and
 # check that what they send comes back.
 #
-#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium gstreamer page room load"] [--seconds N]
+#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium gstreamer page room load docs"] [--seconds N]
 #                  [--media-port 50000] [--ready-timeout 30] [--keep-logs]
 #
 # Everything runs inside a private network namespace that holds only loopback (the script
 # re-executes itself under `unshare -n`), so nothing leaves the machine and no port clashes
-# with the outside. In there it starts `PATH serve --config TMP.json` (default
-# .build/debug/tessera; any executable that takes `serve --config FILE` and prints the ready
+# with the outside. In there it starts `PATH serve --config TMP.json` (default: the newer of
+# .build/release/tessera and .build/debug/tessera; any executable that takes `serve --config FILE` and prints the ready
 # line will do), with HTTP on 127.0.0.1:0 and media on 127.0.0.1:MEDIA_PORT announcing
 # 127.0.0.1; waits (bounded) for `tessera: listening on http://127.0.0.1:PORT`; runs each peer
 # test against http://127.0.0.1:PORT/v1/echo, one after the other, each under a timeout;
@@ -22,8 +22,12 @@ set -u
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
+# The release build when it is newer than the debug one or the debug one is missing.
 TESSERA="$REPO/.build/debug/tessera"
-PEERS="aiortc chromium gstreamer page room load"
+if [ -x "$REPO/.build/release/tessera" ] && { [ ! -x "$TESSERA" ] || [ "$REPO/.build/release/tessera" -nt "$TESSERA" ]; }; then
+    TESSERA="$REPO/.build/release/tessera"
+fi
+PEERS="aiortc chromium gstreamer page room load docs"
 SECONDS_PER_CALL=10
 MEDIA_PORT=50000
 READY_TIMEOUT=30
@@ -190,10 +194,15 @@ for peer in $PEERS; do
             # three participants in one room; a recording lands in the host's cwd (ours) + recordings/
             run_peer room "$VENV_PY" "$HERE/room_aiortc.py" --url "$BASE" --room interop --timeout 38 \
                 --recordings-dir "$TMP/recordings" ;;
+        docs)
+            # the examples of docs/api.md and docs/config.md, against hosts of its own on the
+            # default ports, in a network namespace of their own
+            PEER_LIMIT=240 run_peer docs unshare -n sh -c 'ip link set lo up && exec "$@"' sh \
+                "$SYS_PY" "$HERE/docs_check.py" --tessera "$TESSERA" --work "$TMP/docs" ;;
         load)
             # tessera load against hosts of its own (a sound one, two deliberately broken ones)
             PEER_LIMIT=180 run_peer load bash "$HERE/load_check.sh" "$TESSERA" "$TMP/load" ;;
-        *) fail "$peer" "unknown peer (aiortc, chromium, gstreamer, page, room, load)" ;;
+        *) fail "$peer" "unknown peer (aiortc, chromium, gstreamer, page, room, load, docs)" ;;
     esac
 done
 

@@ -1,4 +1,4 @@
-/// The contract's layout presets (API.md): each places whoever is present, and is recomputed when
+/// The contract's layout presets (docs/api.md): each places whoever is present, and is recomputed when
 /// someone joins or leaves or the active speaker changes.
 public enum LayoutPreset: String, Sendable, Hashable, Codable, CaseIterable {
     /// Everyone in an even grid, in joining order.

@@ -1,6 +1,6 @@
 import Media
 
-/// A layout as the HTTP API and `tessera compose` carry it (JSON, API.md "Templates"): a canvas
+/// A layout as the HTTP API and `tessera compose` carry it (JSON, docs/api.md "Templates"): a canvas
 /// and positions that name participants rather than tracks. The host resolves it to a
 /// `CompositeTemplate` (it knows the participants); this type only decodes and validates.
 ///

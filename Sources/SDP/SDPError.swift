@@ -3,7 +3,7 @@
 /// Why an SDP text was refused, or why an offer could not be answered.
 ///
 /// Every parse failure and every negotiation refusal is one of these: the parser never traps on
-/// hostile input (ARCHITECTURE.md principle 7). `kind` is stable and fit for an HTTP 400 reason;
+/// hostile input. `kind` is stable and fit for an HTTP 400 reason;
 /// `line` (1-based) and `detail` are for humans.
 public struct SDPError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The class of failure, stable across releases.

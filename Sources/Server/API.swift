@@ -13,7 +13,7 @@ public final class HostAPI: Sendable {
     private let rooms: LoopConfined<RoomDirectory>
     let events = RoomEventHub()
     static let maxEchoSessions = 64
-    /// The web page's files, read once (API.md: `GET /` is the page).
+    /// The web page's files, read once (docs/api.md: `GET /` is the page).
     private let page: [String: (type: String, bytes: [UInt8])]
 
     /// The HS256 secret; nil means auth is off (allowed only on loopback, `HostConfig.validate`).
@@ -41,7 +41,7 @@ public final class HostAPI: Sendable {
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
         var response = route(request)
-        // Pages on other origins may call the API (API.md); Location must be readable to them.
+        // Pages on other origins may call the API (docs/api.md); Location must be readable to them.
         response.headers.append(("Access-Control-Allow-Origin", "*"))
         response.headers.append(("Access-Control-Expose-Headers", "Location, ETag"))
         return response
@@ -445,7 +445,7 @@ public final class HostAPI: Sendable {
     }
 
     /// `PUT /v1/rooms/{room}/layout`: `{"preset": "grid|speaker|sideBySide|pip"}` or a template
-    /// (API.md "Templates") whose every position names a participant in the room. Answers the
+    /// (docs/api.md, "Templates") whose every position names a participant in the room. Answers the
     /// template now in use, and publishes `layoutChanged`.
     private func setLayout(room: String, _ request: HTTPRequest) -> HTTPResponse {
         guard request.contentType == "application/json" else {

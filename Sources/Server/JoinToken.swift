@@ -1,7 +1,7 @@
 import Foundation
 import Transport
 
-/// A join token (API.md): a JWT (RFC 7519) signed HS256 (RFC 7518 §3.2) with the config's
+/// A join token (docs/api.md): a JWT (RFC 7519) signed HS256 (RFC 7518 §3.2) with the config's
 /// `auth.secret`, naming the room, the identity, when it expires, and whether it may run the
 /// room (layout, recording, moderation).
 public struct JoinToken: Sendable, Equatable {

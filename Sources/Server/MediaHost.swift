@@ -11,7 +11,7 @@ public final class MediaHost: @unchecked Sendable {
     public let loop: EventLoop
     public let certificate: DTLSCertificate
     let dtlsContext: DTLSContext
-    /// Host candidates announced in answers (API.md: one per announced address, the media port).
+    /// Host candidates announced in answers (docs/api.md: one per announced address, the media port).
     let candidateAddresses: [HostCandidateAddress]
     private(set) var port: MediaPort?
     private var thread: Thread?

@@ -7,7 +7,7 @@ public protocol PeerEventSink: AnyObject {
     func peer(_ peer: MediaPort.PeerID, didEmit event: PeerTransport.Event)
 }
 
-/// The one UDP port every peer shares (API.md: demuxed by ICE username, then by address). A
+/// The one UDP port every peer shares (docs/api.md: demuxed by ICE username, then by address). A
 /// datagram from a known address goes to that address's peer; otherwise only a STUN check whose
 /// USERNAME starts with a peer's ufrag is taken, and once that peer's agent validates the check
 /// the address is learned. Everything else is dropped and counted. Runs on one event loop.

@@ -2,7 +2,7 @@ import SDP
 import Transport
 import Wire
 
-/// Why an offer could not be answered, in the contract's terms (API.md: 400 for unreadable SDP
+/// Why an offer could not be answered, in the contract's terms (docs/api.md: 400 for unreadable SDP
 /// and for no usable codec).
 public struct OfferRejection: Error, Sendable, CustomStringConvertible {
     public let error: String

@@ -6,7 +6,7 @@ import Wire
 /// A room's audio, sans-IO: on every 20 ms `tick(now:)` it pulls one frame from each member's
 /// `AudioReceiver` and makes, for every listening member, one Opus packet of everyone but itself.
 ///
-/// Encode once, send many (ARCHITECTURE.md principle 4): a mix is named by its *key*, the set of
+/// Encode once, send many (docs/architecture.md): a mix is named by its *key*, the set of
 /// members whose audio it holds. Only members actually sounding this tick (mean-square energy
 /// above `Configuration.speakingThreshold`) go into any mix, so a listener's key is the sounding
 /// set less itself: every silent listener has the same key (the "everyone" mix), and each sounding
@@ -17,7 +17,7 @@ import Wire
 ///
 /// A listener whose key changes (someone starts or stops talking) is moved to another encoder's
 /// stream: its decoder takes the switch as it takes any packet, at the cost of a frame of
-/// mismatched prediction, which is far cheaper than one encoder per listener (cost-floor.md).
+/// mismatched prediction, which is far cheaper than one encoder per listener (measured: `tessera bench opus-encode-5`).
 ///
 /// Mixing sums in Int32 (sum of the sounding frames once, then less the listener's own frame, as
 /// `MixMinus` does) and brings each mix back to Int16 with its own `SoftLimiter`. Not `Sendable`:
@@ -25,7 +25,7 @@ import Wire
 public final class RoomAudioMixer<Member: Hashable> {
     /// Encoding and sharing settings.
     public struct Configuration: Sendable {
-        /// The mixes' Opus settings: mono, 32 kbit/s, complexity 5 (cost-floor.md: 0.18 ms a
+        /// The mixes' Opus settings: mono, 32 kbit/s, complexity 5 (`tessera bench opus-encode-5`: 0.18 ms a
         /// frame, half of complexity 10, since encoders are what grows with the room).
         public var encoder: OpusEncoder.Configuration
         /// Mean square (of Int16 samples) above which a member counts as sounding this tick:

@@ -378,7 +378,7 @@ final class WeakRoomVideo: @unchecked Sendable {
 }
 
 /// One VP8 encoder on its own thread, so that a slow encode never delays packet handling
-/// (ARCHITECTURE principle 5). Pictures wait in a queue of at most `depth`; a full queue drops
+/// (docs/architecture.md, threads). Pictures wait in a queue of at most `depth`; a full queue drops
 /// its oldest picture (a late composite is worth less than the next one) and keeps its key frame
 /// request for the picture that replaces it. Encoded frames go to `deliver`, on the worker
 /// thread; the caller hops back to its loop. The encoder is made and used only on the thread.
