@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import Server
 import Transport
+import Wire
 
 @Suite struct ConfigTests {
     private func load(_ json: String) throws(HostConfig.LoadError) -> HostConfig {
@@ -99,6 +100,25 @@ import Transport
         var asked: [String] = []
         _ = try? HostConfig.resolve(explicitPath: nil, fileExists: { asked.append($0); return false })
         #expect(asked == ["Config/tessera.json"])
+    }
+
+    /// docs/config.md lists every key the config takes, and no other.
+    @Test func docsConfigMDListsEveryKey() throws {
+        func leaves(_ shape: JSONShape, _ path: String) -> [String] {
+            if case .object(let members) = shape {
+                return members.flatMap { leaves($0.value, path.isEmpty ? $0.key : "\(path).\($0.key)") }
+            }
+            return [path]
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("docs/config.md"), encoding: .utf8)
+        // The first cell of each row of the key table: `a.b` or `a.b`, `a.c`.
+        var documented = Set<String>()
+        for line in text.split(separator: "\n") where line.hasPrefix("| `") {
+            let cell = line.dropFirst(2).prefix { $0 != "|" }
+            for part in cell.split(separator: "`") where part.contains(".") && !part.contains(" ") { documented.insert(String(part)) }
+        }
+        #expect(documented == Set(leaves(HostConfig.shape, "")))
     }
 
     @Test(arguments: [
