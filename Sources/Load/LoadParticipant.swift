@@ -155,8 +155,8 @@ final class LoadParticipant {
                                 offersAudioLevel: model.options.audioLevels)
         let body = offer.description.serializedBytes()
         let path = "/v1/rooms/\(model.options.room)/participants?identity=\(identity)&name=Load%20\(index)"
-        let confined = LoopConfined(self)
         let loop = self.loop
+        let confined = LoopConfined(self, on: loop)
         http.send("POST", path, contentType: "application/sdp", body: body) { result in
             loop.execute { confined.value.answered(result, ice: ice, generation: generation) }
         }

@@ -143,7 +143,7 @@ public final class LoadRun {
                         at, connected, participants.count, failed, samples.last?.packetsInPerSecond ?? 0,
                         samples.last?.packetsOutPerSecond ?? 0, loss * 100, ms(audio), ms(video),
                         host.map { String(format: "%.2f", $0.cpu) } ?? "-"))
-        let confined = LoopConfined(self)
+        let confined = LoopConfined(self, on: loop)
         http.send("GET", "/metrics") { result in
             guard case .success(let reply) = result, reply.status == 200 else { return }
             let values = Self.parseMetrics(reply.text)
@@ -197,7 +197,7 @@ public final class LoadRun {
         endedAt = seconds(loop.clock.now())
         sample()
         for tick in ticks { tick.stop() }
-        let confined = LoopConfined(self)
+        let confined = LoopConfined(self, on: loop)
         // Counted before any answer can come back, so the last answer (not an early one) stops the loop.
         pendingDeletes = participants.count + 1
         for participant in participants {

@@ -34,9 +34,9 @@ public final class HostAPI: Sendable {
             }
         }
         self.page = page
-        echoes = LoopConfined([:])
+        echoes = LoopConfined([:], on: media.loop)
         rooms = LoopConfined(RoomDirectory(limits: .init(maxRooms: limits.maxRooms, maxParticipantsPerRoom: limits.maxParticipantsPerRoom),
-                                           video: video, faults: faults, events: events))
+                                           video: video, faults: faults, events: events), on: media.loop)
     }
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {

@@ -37,17 +37,10 @@ public final class MediaHost: @unchecked Sendable {
     /// The bound media address (its port is the real one after asking for 0).
     public var mediaAddress: TransportAddress? { port?.socket.localAddress }
 
-    /// Runs `body` on the loop thread and waits for its result (from an HTTP thread).
+    /// Runs `body` on the loop thread and waits for its result (from an HTTP thread); throws
+    /// `EventLoop.CallError` on the loop thread itself, once the host has stopped, or after 10 s.
     public func runOnLoop<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var result: Result<T, Error>?
-        loop.execute {
-            result = Result { try body() }
-            done.signal()
-        }
-        done.wait()
-        guard let result else { throw CancellationError() }
-        return try result.get()
+        try loop.call(body)
     }
 
     /// Stops the loop and waits for its thread to end. Call once.

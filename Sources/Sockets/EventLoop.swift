@@ -29,6 +29,7 @@ public final class EventLoop: @unchecked Sendable {
     private let lock = NSLock()
     private var injected: [@Sendable () -> Void] = []
     private var stopping = false
+    private var running = false
     private var loopThread: pthread_t?
 
     public init(clock: any MediaClock = MonotonicClock()) throws(LoopError) {
@@ -51,25 +52,92 @@ public final class EventLoop: @unchecked Sendable {
     /// Calls `handler` on the loop thread whenever `fd` is readable (level-triggered: read until
     /// EAGAIN or the handler is called again). Loop thread only, or before `run()`.
     public func watch(fd: Int32, onReadable handler: @escaping () -> Void) throws(LoopError) {
+        assertConfined()
         readHandlers[fd] = handler
         try add(fd: fd)
     }
 
+    /// Loop thread only, or before `run()`.
     public func unwatch(fd: Int32) {
+        assertConfined()
         readHandlers[fd] = nil
         epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nil)
     }
 
-    /// Runs `work` on the loop thread at `deadline` (at once if it has passed). Loop thread only.
+    /// Runs `work` on the loop thread at `deadline` (at once if it has passed). Loop thread
+    /// only, or before `run()`.
     @discardableResult
     public func schedule(at deadline: Instant, _ work: @escaping () -> Void) -> TimerToken {
+        assertConfined()
         nextTimerID += 1
         timers[nextTimerID] = work
         deadlines.push(deadline, id: nextTimerID)
         return TimerToken(id: nextTimerID)
     }
 
-    public func cancel(_ token: TimerToken) { timers[token.id] = nil }
+    /// Loop thread only, or before `run()`.
+    public func cancel(_ token: TimerToken) {
+        assertConfined()
+        timers[token.id] = nil
+    }
+
+    /// True on the loop's thread, and on any thread before `run()` has started (set-up) or after
+    /// it has returned (tear-down): the times when loop-confined state may be touched.
+    public var isConfinedHere: Bool {
+        lock.withLock {
+            guard let loopThread, running else { return true }
+            return pthread_equal(loopThread, pthread_self()) != 0
+        }
+    }
+
+    /// Stops a debug build at a loop-confined call made from another thread while the loop runs.
+    /// Release builds skip the check (it takes a lock).
+    @inline(__always)
+    func assertConfined(_ what: StaticString = "a loop-confined call", file: StaticString = #fileID, line: UInt = #line) {
+        assert(isConfinedHere, "\(what) made off the event loop's thread", file: file, line: line)
+    }
+
+    /// Why `call` did not run its work.
+    public enum CallError: Error, Equatable, CustomStringConvertible {
+        /// Called on the loop's own thread: waiting there for the loop would never end.
+        case onLoopThread
+        /// The loop has stopped (or stops before the work ran).
+        case stopped
+        /// The loop did not get to the work in time.
+        case timedOut(Duration)
+        public var description: String {
+            switch self {
+            case .onLoopThread: "called on the event loop's own thread, which would wait for itself"
+            case .stopped: "the event loop has stopped"
+            case .timedOut(let limit): "the event loop did not answer within \(limit)"
+            }
+        }
+    }
+
+    /// Runs `body` on the loop thread and waits for its result: for other threads (HTTP
+    /// handlers) that need loop-confined state. Refuses at once on the loop thread and after
+    /// `stop()`; gives up after `timeout` (the work may still run later; its result is dropped).
+    public func call<T: Sendable>(timeout: Duration = .seconds(10), _ body: @escaping @Sendable () throws -> T) throws -> T {
+        let (onLoop, stopped) = lock.withLock { () -> (Bool, Bool) in
+            (loopThread.map { running && pthread_equal($0, pthread_self()) != 0 } ?? false, stopping)
+        }
+        if onLoop { throw CallError.onLoopThread }
+        if stopped { throw CallError.stopped }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = LockedBox<Result<T, Error>?>(nil)
+        execute {
+            outcome.set(Result { try body() })
+            done.signal()
+        }
+        // Wait in slices, so a loop that stops with the work still queued fails the call.
+        let start = ContinuousClock.now
+        while done.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
+            if lock.withLock({ stopping && !running }) { throw CallError.stopped }
+            if ContinuousClock.now - start >= timeout { throw CallError.timedOut(timeout) }
+        }
+        guard let result = outcome.get() else { throw CallError.stopped }
+        return try result.get()
+    }
 
     /// Runs `work` on the loop thread soon. Any thread.
     public func execute(_ work: @escaping @Sendable () -> Void) {
@@ -78,15 +146,18 @@ public final class EventLoop: @unchecked Sendable {
         _ = write(wakeup, &one, 8)
     }
 
-    /// True when called on the loop's own thread.
+    /// True when called on the loop's own thread while it runs.
     public var inLoop: Bool {
-        guard let loopThread = lock.withLock({ self.loopThread }) else { return false }
-        return pthread_equal(loopThread, pthread_self()) != 0
+        lock.withLock { loopThread.map { running && pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
     /// Serves events until `stop()`. Call from the thread that is to own the loop.
     public func run() {
-        lock.withLock { loopThread = pthread_self() }
+        lock.withLock {
+            loopThread = pthread_self()
+            running = true
+        }
+        defer { lock.withLock { running = false } }
         var events = [epoll_event](repeating: epoll_event(), count: 64)
         while !lock.withLock({ stopping }) {
             let ready = epoll_wait(epoll, &events, Int32(events.count), waitMilliseconds())
@@ -184,8 +255,38 @@ struct DeadlineHeap {
 }
 
 /// State that belongs to one loop's thread, carried through `Sendable` closures that run there.
-/// Only code running on that loop may touch `value`.
+/// Only code running on that loop (or before it runs, or after it stops) may touch `value`; a
+/// debug build stops at a touch from elsewhere.
 public final class LoopConfined<Value>: @unchecked Sendable {
-    public var value: Value
-    public init(_ value: Value) { self.value = value }
+    private let loop: EventLoop
+    private var confined: Value
+
+    public init(_ value: Value, on loop: EventLoop) {
+        confined = value
+        self.loop = loop
+    }
+
+    public var value: Value {
+        get {
+            loop.assertConfined("LoopConfined.value read")
+            return confined
+        }
+        _modify {
+            loop.assertConfined("LoopConfined.value changed")
+            yield &confined
+        }
+        set {
+            loop.assertConfined("LoopConfined.value changed")
+            confined = newValue
+        }
+    }
+}
+
+/// A value shared between threads under a lock.
+final class LockedBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func get() -> Value { lock.withLock { value } }
+    func set(_ newValue: Value) { lock.withLock { value = newValue } }
 }

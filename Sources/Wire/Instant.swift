@@ -1,3 +1,4 @@
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -61,27 +62,14 @@ public struct MonotonicClock: MediaClock {
 
 /// A clock that moves only when told: tests step engines through time in memory, and offline
 /// work (composing recordings) runs as fast as the CPU allows.
-public final class ManualClock: MediaClock, @unchecked Sendable {
-    private var current: Instant
-    private let lock = PThreadMutex()
+public final class ManualClock: MediaClock, Sendable {
+    private let current: Mutex<Instant>
 
-    public init(start: Instant = Instant(nanoseconds: 1_000_000_000)) { current = start }
+    public init(start: Instant = Instant(nanoseconds: 1_000_000_000)) { current = Mutex(start) }
 
-    public func now() -> Instant { lock.withLock { current } }
+    public func now() -> Instant { current.withLock { $0 } }
 
-    public func advance(by duration: Duration) { lock.withLock { current = current + duration } }
+    public func advance(by duration: Duration) { current.withLock { $0 = $0 + duration } }
 
-    public func set(_ instant: Instant) { lock.withLock { current = instant } }
-}
-
-/// A pthread mutex, so Wire needs no Foundation.
-final class PThreadMutex: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    init() { pthread_mutex_init(&mutex, nil) }
-    deinit { pthread_mutex_destroy(&mutex) }
-    func withLock<R>(_ body: () -> R) -> R {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return body()
-    }
+    public func set(_ instant: Instant) { current.withLock { $0 = instant } }
 }

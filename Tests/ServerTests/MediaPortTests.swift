@@ -36,7 +36,7 @@ private final class RemovingSink: PeerEventSink {
             _ = port.add(transport, localUfrag: "ufrag1", sink: sink)
         }
         #expect(port.peerCount == 1)
-        let confined = LoopConfined(port)
+        let confined = LoopConfined(port, on: loop)
         let thread = Thread { loop.run() }
         thread.start()
         defer { loop.stop() }
@@ -57,7 +57,7 @@ private final class RemovingSink: PeerEventSink {
         let port = try MediaPort(loop: loop, bind: TransportAddress(ipv4: 127, 0, 0, 1, port: 0))
         let stranger = try UDPSocket(bind: TransportAddress(ipv4: 127, 0, 0, 1, port: 0))
         stranger.send([([0x80, 0x60, 0, 1], port.socket.localAddress), ([0x00, 0x01, 0, 0], port.socket.localAddress), ([], port.socket.localAddress)])
-        let confined = LoopConfined(port)
+        let confined = LoopConfined(port, on: loop)
         let thread = Thread { loop.run() }
         thread.start()
         defer { loop.stop() }

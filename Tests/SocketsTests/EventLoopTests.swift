@@ -47,6 +47,30 @@ import Wire
         loop.stop()
     }
 
+    /// `call` is how HTTP threads reach loop state: it answers, and it never waits forever.
+    @Test func callAnswersFromTheLoopAndRefusesWhereItWouldHang() throws {
+        let loop = try EventLoop()
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
+            loop.run()
+            finished.signal()
+        }.start()
+        #expect(try loop.call { loop.inLoop } == true)
+        // On the loop's own thread it would wait for itself: refused at once.
+        let nested = try loop.call { () -> EventLoop.CallError? in
+            do { _ = try loop.call { 1 }; return nil } catch let error as EventLoop.CallError { return error } catch { return nil }
+        }
+        #expect(nested == .onLoopThread)
+        // A loop busy for longer than the caller will wait.
+        loop.execute { Thread.sleep(forTimeInterval: 0.6) }
+        #expect(throws: EventLoop.CallError.timedOut(.milliseconds(200))) {
+            try loop.call(timeout: .milliseconds(200)) { 1 }
+        }
+        loop.stop()
+        finished.wait()
+        #expect(throws: EventLoop.CallError.stopped) { try loop.call { 1 } }
+    }
+
     @Test func aReadableDescriptorCallsItsHandler() throws {
         let loop = try EventLoop()
         var fds: [Int32] = [0, 0]

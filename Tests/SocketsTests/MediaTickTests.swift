@@ -17,8 +17,8 @@ import Wire
     @Test func deadlinesStayOnTheGridAndALateTickRestartsFromNow() throws {
         let clock = ManualClock(start: .milliseconds(1_000))
         let loop = try EventLoop(clock: clock)
-        let fired = LoopConfined<[Instant]>([])
-        let tick = LoopConfined<MediaTick?>(nil)
+        let fired = LoopConfined<[Instant]>([], on: loop)
+        let tick = LoopConfined<MediaTick?>(nil, on: loop)
         Thread { loop.run() }.start()
         defer { loop.stop() }
         onLoop(loop) {
@@ -35,12 +35,11 @@ import Wire
         onLoop(loop) {}
         clock.set(.milliseconds(1_520))
         onLoop(loop) {}
-        let result = LoopConfined<(deadlines: [Instant], resets: Int)>(([], 0))
-        onLoop(loop) {
-            result.value = (fired.value, tick.value?.resets ?? -1)
-            tick.value?.stop()
+        let result = try loop.call { () -> (deadlines: [Instant], resets: Int) in
+            defer { tick.value?.stop() }
+            return (fired.value, tick.value?.resets ?? -1)
         }
-        #expect(result.value.deadlines == [1_020, 1_040, 1_060, 1_080, 1_100, 1_500, 1_520].map { Instant.milliseconds($0) })
-        #expect(result.value.resets == 1)
+        #expect(result.deadlines == [1_020, 1_040, 1_060, 1_080, 1_100, 1_500, 1_520].map { Instant.milliseconds($0) })
+        #expect(result.resets == 1)
     }
 }
