@@ -196,9 +196,11 @@ public final class VP8Encoder {
         for (id, value, name) in controls {
             let controlStatus = tessera_vpx_control_int(context, id, value)
             guard controlStatus == VPX_CODEC_OK else {
+                // The error text lives in the context: read it before the context is destroyed.
+                let reason = "\(name) = \(value): \(vpxErrorText(context, controlStatus))"
                 vpx_codec_destroy(context)
                 isOpen = false
-                throw .initializationFailed("\(name) = \(value): \(vpxErrorText(context, controlStatus))")
+                throw .initializationFailed(reason)
             }
         }
     }

@@ -579,7 +579,11 @@ public final class HostAPI: Sendable {
                 "# HELP tessera_datagrams_unroutable_total Datagrams from unknown addresses that named no peer.",
                 "# TYPE tessera_datagrams_unroutable_total counter",
                 "tessera_datagrams_unroutable_total \(counters.unroutable)",
-            ]
+                "# HELP tessera_start_failures_total Codecs, renderers and recorders that failed to start (each kind logged once with its reason).",
+                "# TYPE tessera_start_failures_total counter",
+            ] + ["opus-decoder", "opus-encoder", "vp8-decoder", "vp8-encoder", "text-renderer", "recorder"].map { component in
+                "tessera_start_failures_total{component=\"\(component)\"} \(StartFailures.shared.snapshot[component] ?? 0)"
+            }
         }) ?? []
         return .text(200, lines.joined(separator: "\n") + "\n", contentType: "text/plain; version=0.0.4")
     }

@@ -74,10 +74,16 @@ final class RoomAudio {
         mixTrack = track
         mixer.producesRoomMix = true
         let canvas = video?.compositor.resolutionSize
-        let recorder = try TrackRecorder(path: path, videoTrack: video?.compositor.outputTrack, audioTrack: track,
+        let recorder: TrackRecorder
+        do {
+            recorder = try TrackRecorder(path: path, videoTrack: video?.compositor.outputTrack, audioTrack: track,
                                          configuration: .init(width: canvas?.width ?? 1280, height: canvas?.height ?? 720,
                                                               framesPerSecond: video?.compositor.fps ?? 30),
                                          now: loop.clock.now())
+        } catch {
+            StartFailures.shared.record("recorder", error)  // the caller answers the request with the reason
+            throw error
+        }
         video?.isRecorded = true
         recordings[id] = (file, recorder)
     }

@@ -227,9 +227,20 @@ public final class RoomAudioMixer<Member: Hashable> {
     /// The key's channel, started when missing. A new channel's limiter starts from the
     /// "everyone" channel's (the loudest mix), so that a listener moved onto it does not hear the
     /// gain jump.
+    /// After an encoder failed to start, no other is tried before this.
+    private var encoderRetryAt: Instant?
+
     private func channel(for key: Set<Member>, now: Instant) -> MixChannel? {
         if let channel = channels[key] { return channel }
-        guard let encoder = try? OpusEncoder(configuration.encoder) else { return nil }
+        if let retryAt = encoderRetryAt, now < retryAt { return nil }
+        let encoder: OpusEncoder
+        do { encoder = try OpusEncoder(configuration.encoder) } catch {
+            // Counted and logged once; tried again a second later, not on every tick.
+            StartFailures.shared.record("opus-encoder", error)
+            encoderRetryAt = now + .seconds(1)
+            return nil
+        }
+        encoderRetryAt = nil
         let loudest = channels.max { $0.key.count < $1.key.count }?.value.limiter ?? SoftLimiter()
         let channel = MixChannel(encoder: encoder, limiter: loudest, lastUsed: now)
         channels[key] = channel

@@ -1,6 +1,7 @@
 import Sockets
 import Compositing
 import Foundation
+import Synchronization
 import Media
 import RTP
 import Streams
@@ -116,7 +117,10 @@ final class RoomVideo {
         main = Encoding(kind: .main, size: nil, bitrate: configuration.bitrate)
         compositor = VideoCompositor(id: room, resolutionSize: VideoSize(width: configuration.width, height: configuration.height),
                                      fps: configuration.fps)
-        labels = try? TextLabelRenderer()
+        do { labels = try TextLabelRenderer() } catch {
+            StartFailures.shared.record("text-renderer", error)  // tiles go without names
+            labels = nil
+        }
         compositor.labelRenderer = labels
         compositor.start()
         tick = MediaTick(loop: loop, interval: { [compositor] in compositor.tickInterval }, maximumLateness: Self.maximumLateness) {
@@ -336,7 +340,7 @@ final class RoomVideo {
                                                      framesPerSecond: compositor.fps, bitrate: encoding.bitrate)
         let kind = encoding.kind
         let worker = VideoEncodeWorker(name: "tessera-video-\(kind.rawValue)", configuration: configuration, scaledTo: encoding.size) {
-            frames in loop.execute { target.room?.send(frames, from: kind) }
+            frames, worker in loop.execute { target.room?.send(frames, from: kind, worker: worker) }
         }
         encoding.worker = worker
         return worker
@@ -345,9 +349,11 @@ final class RoomVideo {
     /// Sends encoded frames of one encoding (back on the loop) to everyone who gets it; a
     /// receiver waiting to switch to it switches at its key frame (the same SSRC and sequence
     /// numbering for the receiver, and the shared timestamp clock, so the switch is seamless).
-    private func send(_ frames: [EncodedVideoFrame], from kind: Encoding.Kind) {
+    private func send(_ frames: [EncodedVideoFrame], from kind: Encoding.Kind, worker: VideoEncodeWorker.ID) {
         let encoding = kind == .main ? main : low
-        guard let encoding, encoding.worker != nil, let epoch = timestampEpoch else { return }  // stopped meanwhile
+        // Frames of a worker stopped meanwhile (the lower encoding ended, the canvas changed) go
+        // nowhere, even when a new worker now serves the same encoding.
+        guard let encoding, encoding.worker?.id == worker, let epoch = timestampEpoch else { return }
         for var frame in frames {
             let since = max(.zero, frame.captureTime - epoch).nanosecondsClamped
             frame.rtpTimestamp = UInt32(truncatingIfNeeded: since / 1_000_000_000 * 90_000 + since % 1_000_000_000 * 90_000 / 1_000_000_000)
@@ -395,6 +401,10 @@ final class VideoEncodeWorker: @unchecked Sendable {
         var keyFramesEncoded = 0
         /// Pictures dropped because the queue was full.
         var picturesDropped = 0
+        /// Pictures the encoder refused.
+        var encodeErrors = 0
+        /// The encoder could not start: the worker ended and takes no pictures.
+        var failed = false
         var totalEncodeTime: Duration = .zero
         var longestEncode: Duration = .zero
         /// Mean encode time per picture, milliseconds.
@@ -406,6 +416,13 @@ final class VideoEncodeWorker: @unchecked Sendable {
     /// Most pictures waiting at once.
     static let depth = 2
 
+    /// Which worker made a frame: unique for the process's life.
+    struct ID: Hashable, Sendable {
+        fileprivate let value: UInt64
+    }
+    private static let nextID = Atomic<UInt64>(0)
+    let id = ID(value: nextID.add(1, ordering: .relaxed).newValue)
+
     // Under `condition`.
     private let condition = NSCondition()
     private var queue: [Job] = []
@@ -415,8 +432,9 @@ final class VideoEncodeWorker: @unchecked Sendable {
     /// Starts the thread. `deliver` gets each picture's encoded frames (usually one). With
     /// `scaledTo`, pictures of another size are scaled to it on the thread before encoding.
     init(name: String, configuration: VP8Encoder.Configuration, scaledTo size: VideoSize? = nil,
-         deliver: @escaping @Sendable ([EncodedVideoFrame]) -> Void) {
-        let thread = Thread { [self] in run(configuration: configuration, size: size, deliver: deliver) }
+         deliver: @escaping @Sendable ([EncodedVideoFrame], ID) -> Void) {
+        let id = self.id
+        let thread = Thread { [self] in run(configuration: configuration, size: size) { deliver($0, id) } }
         thread.name = String(name.prefix(15))
         thread.start()
     }
@@ -426,6 +444,7 @@ final class VideoEncodeWorker: @unchecked Sendable {
     /// Queues a picture; drops the oldest waiting one when `depth` are waiting.
     func submit(_ job: Job) {
         condition.withLock {
+            guard !counters.failed else { return }
             var job = job
             while queue.count >= Self.depth {
                 let dropped = queue.removeFirst()
@@ -447,7 +466,17 @@ final class VideoEncodeWorker: @unchecked Sendable {
     }
 
     private func run(configuration: VP8Encoder.Configuration, size: VideoSize?, deliver: @Sendable ([EncodedVideoFrame]) -> Void) {
-        var encoder: VP8Encoder?
+        // Made once: an encoder that cannot start ends the worker (counted and logged), rather
+        // than being tried again for every picture.
+        let encoder: VP8Encoder
+        do { encoder = try VP8Encoder(configuration) } catch {
+            StartFailures.shared.record("vp8-encoder", error)
+            condition.withLock {
+                counters.failed = true
+                queue.removeAll()
+            }
+            return
+        }
         let clock = ContinuousClock()
         while true {
             condition.lock()
@@ -458,12 +487,15 @@ final class VideoEncodeWorker: @unchecked Sendable {
             }
             let job = queue.removeFirst()
             condition.unlock()
-            if encoder == nil { encoder = try? VP8Encoder(configuration) }
-            guard let encoder else { continue }
             if job.keyFrame { encoder.requestKeyFrame() }
             let began = clock.now
             let picture = size.map { job.picture.scaled(width: $0.width, height: $0.height) } ?? job.picture
-            let frames = (try? encoder.encode(picture)) ?? []
+            let frames: [EncodedVideoFrame]
+            do { frames = try encoder.encode(picture) } catch {
+                // One bad picture (a size the encoder refuses) is dropped; the next may encode.
+                frames = []
+                condition.withLock { counters.encodeErrors += 1 }
+            }
             let elapsed = clock.now - began
             condition.withLock {
                 counters.framesEncoded += 1

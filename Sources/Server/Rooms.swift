@@ -104,7 +104,12 @@ final class ParticipantSession: PeerEventSink {
         self.inbound = inbound
         let audioSection = inbound.sections.firstIndex { !$0.isVideo }
         self.audioSection = audioSection
-        audioReceiver = audioSection.flatMap { _ in try? AudioReceiver(channels: 1) }
+        audioReceiver = audioSection.flatMap { _ in
+            do { return try AudioReceiver(channels: 1) } catch {
+                StartFailures.shared.record("opus-decoder", error)
+                return nil
+            }
+        }
         audioSender = audioSection.flatMap { index in
             let section = inbound[index]
             return section.hostSender.map { AudioRTPSender(ssrc: SSRC(rawValue: $0.ssrc), payloadType: section.codecPayloadType) }
@@ -112,7 +117,12 @@ final class ParticipantSession: PeerEventSink {
         let videoSection = inbound.sections.firstIndex { $0.isVideo }
         self.videoSection = videoSection
         cameraTrack = VideoTrack(id: "\(identity)/camera")
-        videoReceiver = videoSection.flatMap { _ in try? VideoReceiver(maximumPixels: 1920 * 1088) }
+        videoReceiver = videoSection.flatMap { _ in
+            do { return try VideoReceiver(maximumPixels: 1920 * 1088) } catch {
+                StartFailures.shared.record("vp8-decoder", error)
+                return nil
+            }
+        }
         videoOut = videoSection.flatMap { index in
             let section = inbound[index]
             return section.hostSender.map { (SSRC(rawValue: $0.ssrc), section.codecPayloadType, UInt16.random(in: 0...UInt16.max)) }
@@ -199,7 +209,10 @@ final class ParticipantSession: PeerEventSink {
                 take(pictures, now: now, wasWaiting: wasWaiting)
             }
             if published.insert(index).inserted {
-                events.publish(RoomEvent(.trackPublished, room: room, participant: id, identity: identity, source: source(of: index)))
+                // A track whose decoder could not start ends as it arrives, with the reason.
+                let undecodable = (index == audioSection && audioReceiver == nil) || (index == videoSection && videoReceiver == nil)
+                events.publish(RoomEvent(undecodable ? .trackEnded : .trackPublished, room: room, participant: id, identity: identity,
+                                         source: source(of: index), reason: undecodable ? "decoder failed to start" : nil))
             }
         }
     }

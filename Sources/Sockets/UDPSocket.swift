@@ -28,7 +28,9 @@ public final class UDPSocket {
     public static let maxDatagramSize = 4096
     public private(set) var truncatedDatagrams = 0
 
-    private var receiveBuffers: [[UInt8]]
+    /// One block of `batchSize` × `maxDatagramSize` bytes that recvmmsg fills: owned by the
+    /// socket, so the slots' pointers into it stay valid for its whole life.
+    private let receiveArena: UnsafeMutableRawBufferPointer
     private var slots: [tessera_datagram]
 
     public init(bind address: TransportAddress, batchSize: Int = 32, receiveBufferBytes: Int32 = 4 << 20) throws(SocketError) {
@@ -51,25 +53,23 @@ public final class UDPSocket {
         }
         self.fd = fd
         localAddress = TransportAddress(storage) ?? address
-        receiveBuffers = Array(repeating: [UInt8](repeating: 0, count: Self.maxDatagramSize), count: batchSize)
+        receiveArena = .allocate(byteCount: batchSize * Self.maxDatagramSize, alignment: 16)
         slots = Array(repeating: tessera_datagram(), count: batchSize)
+        for index in 0..<batchSize {
+            slots[index].buffer = receiveArena.baseAddress.map { $0 + index * Self.maxDatagramSize }
+            slots[index].capacity = Self.maxDatagramSize
+        }
     }
 
-    deinit { close(fd) }
+    deinit {
+        close(fd)
+        receiveArena.deallocate()
+    }
 
     /// Reads what is waiting, up to one batch; empty when nothing is.
     public func receiveBatch() -> [Datagram] {
         let count = slots.count
-        let received: Int32 = receiveBuffers.withUnsafeMutableBufferPointer { buffers in
-            for index in 0..<count {
-                buffers[index].withUnsafeMutableBytes { raw in
-                    slots[index].buffer = raw.baseAddress
-                    slots[index].capacity = raw.count
-                }
-            }
-            // The buffers' storage stays put while this closure holds them.
-            return slots.withUnsafeMutableBufferPointer { tessera_recv_datagrams(fd, $0.baseAddress, UInt32(count)) }
-        }
+        let received = slots.withUnsafeMutableBufferPointer { tessera_recv_datagrams(fd, $0.baseAddress, UInt32(count)) }
         guard received > 0 else { return [] }
         var datagrams: [Datagram] = []
         datagrams.reserveCapacity(Int(received))
@@ -80,13 +80,14 @@ public final class UDPSocket {
                 continue
             }
             guard let source = TransportAddress(slot.address) else { continue }
-            datagrams.append(Datagram(bytes: Array(receiveBuffers[index][..<slot.length]), source: source))
+            let start = index * Self.maxDatagramSize
+            datagrams.append(Datagram(bytes: Array(receiveArena[start..<start + slot.length]), source: source))
         }
         return datagrams
     }
 
     /// Sends datagrams in batches; returns how many the kernel took (the rest are dropped, as
-    /// UDP would drop them under load).
+    /// UDP would drop them under load). The payloads are read in place: no copy is made.
     @discardableResult
     public func send(_ datagrams: [(bytes: [UInt8], destination: TransportAddress)]) -> Int {
         var sent = 0
@@ -94,17 +95,23 @@ public final class UDPSocket {
         while start < datagrams.count {
             let batch = datagrams[start..<min(datagrams.count, start + 64)]
             var slots = [tessera_datagram](repeating: tessera_datagram(), count: batch.count)
-            var payloads = batch.map(\.bytes)
-            let result: Int32 = payloads.withUnsafeMutableBufferPointer { buffers in
-                for (index, item) in batch.enumerated() {
-                    buffers[index].withUnsafeMutableBytes { raw in
-                        slots[index].buffer = raw.baseAddress
-                        slots[index].length = raw.count
-                    }
-                    slots[index].address_length = item.destination.store(into: &slots[index].address)
-                }
-                return slots.withUnsafeBufferPointer { tessera_send_datagrams(fd, $0.baseAddress, UInt32(batch.count)) }
+            for (index, item) in batch.enumerated() {
+                slots[index].address_length = item.destination.store(into: &slots[index].address)
             }
+            let fd = self.fd
+            // Each payload's pointer is valid only inside its withUnsafeBytes, so the sends
+            // happen innermost, with every payload of the batch held open around them.
+            func holding(_ offset: Int) -> Int32 {
+                guard offset < batch.count else {
+                    return slots.withUnsafeBufferPointer { tessera_send_datagrams(fd, $0.baseAddress, UInt32(batch.count)) }
+                }
+                return batch[batch.startIndex + offset].bytes.withUnsafeBytes { raw in
+                    slots[offset].buffer = UnsafeMutableRawPointer(mutating: raw.baseAddress)
+                    slots[offset].length = raw.count
+                    return holding(offset + 1)
+                }
+            }
+            let result = holding(0)
             guard result > 0 else { break }
             sent += Int(result)
             start += Int(result)

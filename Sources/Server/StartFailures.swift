@@ -1,0 +1,26 @@
+import Foundation
+import Synchronization
+
+/// Codec, renderer and recorder start-up failures. Each is counted (`tessera_start_failures` in
+/// /metrics) and logged once per component with its reason; the caller then ends what depended
+/// on it (a track, an encoding) instead of retrying on every packet or picture.
+final class StartFailures: Sendable {
+    /// The host process's one count: a failure to start a codec is a fact about the machine
+    /// (memory, a library), not about one room.
+    static let shared = StartFailures()
+
+    private let counts = Mutex<[String: Int]>([:])
+
+    /// Counts a failure of `component` ("vp8-encoder", "opus-decoder", …); the first of each
+    /// kind is logged with its reason.
+    func record(_ component: String, _ error: any Error) {
+        let first = counts.withLock { counts -> Bool in
+            counts[component, default: 0] += 1
+            return counts[component] == 1
+        }
+        if first { FileHandle.standardError.write(Data("tessera: \(component) failed to start: \(error)\n".utf8)) }
+    }
+
+    /// Failures so far, by component.
+    var snapshot: [String: Int] { counts.withLock { $0 } }
+}
