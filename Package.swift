@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // Tessera: a conference MCU host. One module per layer; a lower layer never imports a higher one:
-//   C* system libraries, Wire  <  RTP, SDP  <  Media  <  Streams, Transport, Compositing  <  Sockets  <  Server, Load  <  tessera
+//   C* system libraries, Wire  <  RTP, SDP, Sockets  <  Media  <  Streams, Transport, Compositing  <  Server, Load  <  tessera
 import PackageDescription
 
 /// A system-library target: a modulemap plus a shim header of `static inline` wrappers for the
@@ -44,7 +44,7 @@ let package = Package(
         // Tracks, compositors, layout templates, recording: the seed's public API.
         .target(name: "Compositing", dependencies: ["Wire", "Media"]),
         // The socket boundary: an epoll event loop with deadlines, batched UDP sockets, media ticks.
-        .target(name: "Sockets", dependencies: ["Wire", "Transport", "CLinux"]),
+        .target(name: "Sockets", dependencies: ["Wire", "CLinux"]),
         // The host: rooms, mixes, the composite, the HTTP API, config.
         .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Sockets", "Media", "Compositing", "CMicroHTTPD"],
                 resources: [.copy("Web")]),

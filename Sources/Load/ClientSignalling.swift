@@ -1,3 +1,4 @@
+import Wire
 import Foundation
 import RTP
 import SDP

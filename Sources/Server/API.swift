@@ -1,3 +1,4 @@
+import Wire
 import Sockets
 import Compositing
 import Foundation

@@ -1,5 +1,5 @@
 import Foundation
-import Transport
+import Wire
 
 
 /// Why a listen address in the config could not be read.

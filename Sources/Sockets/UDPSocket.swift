@@ -1,5 +1,5 @@
 import Foundation
-import Transport
+import Wire
 private import CLinux
 
 /// A non-blocking UDP socket bound to one address, read and written in batches

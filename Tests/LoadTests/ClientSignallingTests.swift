@@ -2,6 +2,7 @@ import Foundation
 import SDP
 import Testing
 import Transport
+import Wire
 import WireTesting
 @testable import Load
 

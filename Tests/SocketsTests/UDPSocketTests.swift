@@ -1,3 +1,4 @@
+import Wire
 import Testing
 import Transport
 @testable import Sockets

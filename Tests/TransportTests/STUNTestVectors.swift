@@ -1,5 +1,6 @@
 // The RFC 5769 test vectors, byte for byte, and the messages this suite builds itself. Shared by
 // the vector, behaviour and robustness tests.
+import Wire
 import Transport
 
 /// Bytes from hex text; whitespace is ignored. Test-only: malformed text gives a short array,

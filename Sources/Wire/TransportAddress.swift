@@ -3,7 +3,7 @@
 /// (RFC 8445 §5.1.1). Stored as integers in network order, so it is cheap to copy, hash and
 /// compare on the per-packet path; no allocation.
 ///
-/// (Server adds parsing from config text and conversion to and from `sockaddr` at the socket
+/// (Sockets adds parsing from config text and conversion to and from `sockaddr` at the socket
 /// boundary.)
 public struct TransportAddress: Sendable, Hashable, CustomStringConvertible {
     /// The IP half of a transport address.
