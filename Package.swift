@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // Tessera: a conference MCU host. One module per layer; a lower layer never imports a higher one:
-//   C* system libraries, Wire  <  RTP, SDP, Sockets  <  Media  <  Streams, Transport, Compositing  <  Server, Load  <  tessera
+//   C* system libraries, Wire  <  RTP, SDP, Sockets  <  Media  <  Streams, Transport, Compositing  <  Conference  <  Server, Load  <  tessera
 import PackageDescription
 
 /// A system-library target: a modulemap plus a shim header of `static inline` wrappers for the
@@ -43,10 +43,13 @@ let package = Package(
         .target(name: "Media", dependencies: ["Wire", "RTP", "CVPX", "COpus", "CYUV", "CAVFormat", "CFreeType"]),
         // Tracks, compositors, layout templates, recording: the seed's public API.
         .target(name: "Compositing", dependencies: ["Wire", "Media"]),
+        // The room as sans-IO engines: participants' receive and send halves, the per-guest mixer,
+        // the bandwidth rule, room events. Bytes and time in, actions out.
+        .target(name: "Conference", dependencies: ["Wire", "RTP", "SDP", "Streams", "Media", "Compositing"]),
         // The socket boundary: an epoll event loop with deadlines, batched UDP sockets, media ticks.
         .target(name: "Sockets", dependencies: ["Wire", "CLinux"]),
         // The host: rooms, mixes, the composite, the HTTP API, config.
-        .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Sockets", "Media", "Compositing", "CMicroHTTPD"],
+        .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Sockets", "Media", "Compositing", "Conference", "CMicroHTTPD"],
                 resources: [.copy("Web")]),
         // tessera load: synthetic participants in the client role, their checks and the report.
         .target(name: "Load", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Sockets", "Media", "Compositing"]),
@@ -54,6 +57,8 @@ let package = Package(
 
         // Seeded mutation of valid messages, shared by every parser's robustness test.
         .target(name: "WireTesting", dependencies: ["Wire"], path: "Tests/WireTesting"),
+        // Media for tests: tones, and (later) in-memory peers made of the project's own client stack.
+        .target(name: "MediaTesting", dependencies: ["Media", "Wire", "WireTesting"], path: "Tests/MediaTesting"),
         .testTarget(name: "WireTests", dependencies: ["Wire", "WireTesting"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "Wire", "WireTesting"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP", "WireTesting"], resources: [.copy("Fixtures")]),
@@ -63,7 +68,8 @@ let package = Package(
         .testTarget(name: "CompositingTests", dependencies: ["Compositing", "Media", "Wire", "WireTesting"]),
         .testTarget(name: "SocketsTests", dependencies: ["Sockets", "Transport", "Wire"]),
         .testTarget(name: "LoadTests", dependencies: ["Load", "Media", "Compositing", "WireTesting"]),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "Sockets", "Load", "Compositing", "WireTesting"]),
+        .testTarget(name: "ConferenceTests", dependencies: ["Conference", "Media", "RTP", "Wire", "WireTesting", "MediaTesting"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Sockets", "Load", "Compositing", "Conference", "WireTesting", "MediaTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import Conference
 import Wire
 import Sockets
 import Compositing

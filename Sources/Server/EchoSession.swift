@@ -1,3 +1,4 @@
+import Conference
 import RTP
 import SDP
 import Streams

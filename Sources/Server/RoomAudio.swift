@@ -1,38 +1,9 @@
+import Conference
 import Sockets
 import Compositing
 import Media
 import RTP
 import Wire
-
-/// The RTP side of one participant's mix, sans-IO: each Opus packet becomes an RTP packet on the
-/// host's negotiated audio SSRC and the negotiated Opus payload type, sequence numbers +1 a packet
-/// and timestamps +960 (20 ms at 48 kHz) a packet, the marker on the first (RFC 3551 §4.1: the
-/// start of a talkspurt). Starts from random sequence number and timestamp (RFC 3550 §5.1).
-struct AudioRTPSender {
-    let ssrc: SSRC
-    let payloadType: PayloadType
-    private(set) var sequenceNumber: UInt16
-    private(set) var timestamp: UInt32
-    private(set) var packetsSent = 0
-
-    init(ssrc: SSRC, payloadType: PayloadType, sequenceNumber: UInt16 = .random(in: 0...UInt16.max),
-         timestamp: UInt32 = .random(in: 0...UInt32.max)) {
-        self.ssrc = ssrc
-        self.payloadType = payloadType
-        self.sequenceNumber = sequenceNumber
-        self.timestamp = timestamp
-    }
-
-    /// The next packet carrying `payload` (one 20 ms Opus frame), serialized.
-    mutating func packet(_ payload: [UInt8]) -> [UInt8]? {
-        let packet = RTPPacket(marker: packetsSent == 0, payloadType: payloadType, sequenceNumber: sequenceNumber,
-                               timestamp: timestamp, ssrc: ssrc, payload: payload[...])
-        sequenceNumber &+= 1
-        timestamp &+= UInt32(AudioFrame.samplesPer20ms)
-        packetsSent += 1
-        return try? packet.serialized()
-    }
-}
 
 /// A room's audio shell: the 20 ms tick on the media loop that drives the room's
 /// `RoomAudioMixer` and hands each participant its packet. Lives on the media loop thread;
@@ -147,6 +118,7 @@ final class RoomAudio {
     /// and send.
     private func fire(deadline: Instant) {
         let packets = mixer.tick(now: deadline)
+        for error in mixer.takeStartFailures() { StartFailures.shared.record("opus-encoder", error) }
         if let video {
             var levels: [String: Double] = [:]
             for (key, level) in mixer.levelsLastTick {

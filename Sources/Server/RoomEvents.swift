@@ -1,30 +1,25 @@
+import Conference
 import Foundation
 
-/// Something that happened in a room, as `GET /v1/rooms/{room}/events` tells it.
-struct RoomEvent: Encodable, Sendable {
-    enum Kind: String, Encodable, Sendable {
-        case joined, left, trackPublished, trackMuted, trackUnmuted, trackEnded
-        case activeSpeakerChanged, layoutChanged, recordingStarted, recordingStopped
-    }
-    let type: Kind
+/// An event as the stream sends it: the engine's `RoomEvent` with the time it was published
+/// (milliseconds since 1970).
+private struct PublishedRoomEvent: Encodable {
+    let type: String
     let room: String
-    var participant: String?
-    var identity: String?
-    /// `microphone`, `camera` or `screen`, for track events.
-    var source: String?
-    /// Why a participant left: `left`, `consent lost`, `transport failed`.
-    var reason: String?
-    /// Milliseconds since 1970.
+    let participant: String?
+    let identity: String?
+    let source: String?
+    let reason: String?
     let time: Int64
 
-    init(_ type: Kind, room: String, participant: String? = nil, identity: String? = nil, source: String? = nil, reason: String? = nil) {
-        self.type = type
-        self.room = room
-        self.participant = participant
-        self.identity = identity
-        self.source = source
-        self.reason = reason
-        time = Int64(Date().timeIntervalSince1970 * 1000)
+    init(_ event: RoomEvent, time: Int64) {
+        type = event.type.rawValue
+        room = event.room
+        participant = event.participant
+        identity = event.identity
+        source = event.source
+        reason = event.reason
+        self.time = time
     }
 }
 
@@ -49,7 +44,8 @@ final class RoomEventHub: @unchecked Sendable {
     func publish(_ event: RoomEvent) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(event) else { return }
+        let published = PublishedRoomEvent(event, time: Int64(Date().timeIntervalSince1970 * 1000))
+        guard let data = try? encoder.encode(published) else { return }
         let text = String(decoding: data, as: UTF8.self)
         let streams = lock.withLock { subscribers[event.room] ?? [] }
         for stream in streams { stream.send(event: event.type.rawValue, data: text) }

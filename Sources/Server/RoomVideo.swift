@@ -1,3 +1,4 @@
+import Conference
 import Sockets
 import Compositing
 import Foundation

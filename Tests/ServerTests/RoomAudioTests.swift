@@ -2,6 +2,8 @@ import Sockets
 import Foundation
 import Media
 import RTP
+import Conference
+import MediaTesting
 import Testing
 import WireTesting
 import Transport

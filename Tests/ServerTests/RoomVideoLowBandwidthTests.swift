@@ -3,7 +3,9 @@ import Compositing
 import Foundation
 import Media
 import RTP
+import Conference
 import Testing
+import WireTesting
 import Transport
 import Wire
 @testable import Server

@@ -2,6 +2,7 @@ import Sockets
 import Foundation
 import Media
 import RTP
+import MediaTesting
 import Testing
 import Transport
 import Wire

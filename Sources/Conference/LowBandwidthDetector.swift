@@ -16,32 +16,32 @@ import Wire
 /// shortfall; one under 90% of the rate sent is. The same holds on the lower encoding, so a
 /// receiver whose REMB only follows what it gets climbs back by its loss-based estimate; if the
 /// main encoding is then too much for it, its REMBs fall under the rate sent and it goes low again.
-struct LowBandwidthDetector {
+public struct LowBandwidthDetector {
     /// Below this (bits/s) the receiver is low. Under the main encoding's usual bitrate.
-    static let lowBelow = 700_000
+    public static let lowBelow = 700_000
     /// Above this (bits/s) a low receiver goes back to the main encoding.
-    static let highAbove = 1_200_000
+    public static let highAbove = 1_200_000
     /// The shortest time between two changes.
-    static let minimumDwell: Duration = .seconds(3)
+    public static let minimumDwell: Duration = .seconds(3)
 
-    private(set) var estimate: ReceiverBandwidthEstimate
+    public private(set) var estimate: ReceiverBandwidthEstimate
     /// Whether the receiver should get the lower encoding.
-    private(set) var isLow = false
+    public private(set) var isLow = false
     private var lastChange: Instant?
     /// The rate of video the host sent the receiver over the last whole window, and the window
     /// being counted.
-    private(set) var sentBitsPerSecond: Int?
+    public private(set) var sentBitsPerSecond: Int?
     private var sentWindow: (start: Instant, bytes: Int)?
-    static let sendRateWindow: Duration = .seconds(1)
+    public static let sendRateWindow: Duration = .seconds(1)
 
     /// A detector for the receiver of the host's video SSRC `hostVideo`.
-    init(hostVideo: SSRC) {
+    public init(hostVideo: SSRC) {
         estimate = ReceiverBandwidthEstimate(mediaSSRCs: [hostVideo])
     }
 
     /// Takes a compound RTCP packet from the receiver: report blocks about the host video SSRC
     /// (in an RR or an SR) are loss samples, a REMB naming it caps the estimate.
-    mutating func receive(_ packets: [RTCPPacket], now: Instant) {
+    public mutating func receive(_ packets: [RTCPPacket], now: Instant) {
         for packet in packets {
             switch packet {
             case .receiverReport(let report):
@@ -59,7 +59,7 @@ struct LowBandwidthDetector {
     }
 
     /// Counts video the host sent the receiver (RTP bytes of one frame).
-    mutating func videoSent(bytes: Int, now: Instant) {
+    public mutating func videoSent(bytes: Int, now: Instant) {
         guard let window = sentWindow else {
             sentWindow = (now, bytes)
             return
@@ -75,7 +75,7 @@ struct LowBandwidthDetector {
 
     /// Applies the thresholds to the estimate at `now`; true when `isLow` changed.
     @discardableResult
-    mutating func evaluate(now: Instant) -> Bool {
+    public mutating func evaluate(now: Instant) -> Bool {
         if let lastChange, now - lastChange < Self.minimumDwell { return false }
         let bitsPerSecond = estimate.estimate(now: now).bitsPerSecond
         let low = isLow ? bitsPerSecond <= Self.highAbove : bitsPerSecond < Self.lowBelow

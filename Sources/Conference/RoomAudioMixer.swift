@@ -229,14 +229,22 @@ public final class RoomAudioMixer<Member: Hashable> {
     /// gain jump.
     /// After an encoder failed to start, no other is tried before this.
     private var encoderRetryAt: Instant?
+    private var startFailures: [any Error] = []
+
+    /// Opus encoders that failed to start since the last call, with their reasons.
+    public func takeStartFailures() -> [any Error] {
+        defer { startFailures.removeAll() }
+        return startFailures
+    }
 
     private func channel(for key: Set<Member>, now: Instant) -> MixChannel? {
         if let channel = channels[key] { return channel }
         if let retryAt = encoderRetryAt, now < retryAt { return nil }
         let encoder: OpusEncoder
         do { encoder = try OpusEncoder(configuration.encoder) } catch {
-            // Counted and logged once; tried again a second later, not on every tick.
-            StartFailures.shared.record("opus-encoder", error)
+            // Reported to the shell (counted, logged once); tried again a second later, not on
+            // every tick.
+            startFailures.append(error)
             encoderRetryAt = now + .seconds(1)
             return nil
         }

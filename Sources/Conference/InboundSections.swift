@@ -4,25 +4,25 @@ import SDP
 /// The m= sections a peer sends on, and which one an arriving packet belongs to: by SSRC when
 /// known (from `a=ssrc` or learned), else by the mid header extension (RFC 8843 §15), else by
 /// payload type. A packet that places a new SSRC teaches it, so offers without `a=ssrc` work.
-struct InboundSections {
-    struct Section {
-        let mid: String
-        let isVideo: Bool
-        let clockRate: UInt32
-        let codecPayloadType: PayloadType
-        let rtxPayloadType: PayloadType?
+public struct InboundSections {
+    public struct Section {
+        public let mid: String
+        public let isVideo: Bool
+        public let clockRate: UInt32
+        public let codecPayloadType: PayloadType
+        public let rtxPayloadType: PayloadType?
         /// Whether `a=rtcp-fb:* nack` was agreed (RFC 4585 §4.2).
-        let nack: Bool
+        public let nack: Bool
         /// What the host sends on this section, if anything.
-        let hostSender: HostSender?
-        var mediaSSRC: SSRC?
-        var rtxSSRC: SSRC?
+        public let hostSender: HostSender?
+        public var mediaSSRC: SSRC?
+        public var rtxSSRC: SSRC?
     }
 
-    private(set) var sections: [Section]
-    let extensions: HeaderExtensionMap
+    public private(set) var sections: [Section]
+    public let extensions: HeaderExtensionMap
 
-    init(_ negotiated: NegotiatedSession) {
+    public init(_ negotiated: NegotiatedSession) {
         var map = HeaderExtensionMap()
         for media in negotiated.media {
             for ext in media.headerExtensions where ext.id <= 255 {
@@ -42,10 +42,10 @@ struct InboundSections {
         }
     }
 
-    subscript(index: Int) -> Section { sections[index] }
+    public subscript(index: Int) -> Section { sections[index] }
 
     /// The section of `packet` and whether it is a retransmission (RFC 4588), learning its SSRC.
-    mutating func classify(_ packet: RTPPacket) -> (index: Int, isRTX: Bool)? {
+    public mutating func classify(_ packet: RTPPacket) -> (index: Int, isRTX: Bool)? {
         if let index = sections.firstIndex(where: { $0.mediaSSRC == packet.ssrc }) { return (index, false) }
         if let index = sections.firstIndex(where: { $0.rtxSSRC == packet.ssrc }) { return (index, true) }
         let byMid = (try? packet.headerExtension(MediaIdentification.self, in: extensions))?.flatMap { mid in
@@ -61,7 +61,7 @@ struct InboundSections {
     }
 
     /// The section the host sends `ssrc` on.
-    func section(sendingHostSSRC ssrc: SSRC) -> Section? {
+    public func section(sendingHostSSRC ssrc: SSRC) -> Section? {
         sections.first { $0.hostSender.map { SSRC(rawValue: $0.ssrc) } == ssrc }
     }
 }

@@ -1,35 +1,12 @@
-import Sockets
 import Foundation
 import Compositing
 import Media
 import RTP
 import Testing
 import Wire
-@testable import Server
-
-/// The power of `frequency` in `samples` (Goertzel), normalized by length.
-func tonePower(_ samples: [Int16], frequency: Double, sampleRate: Double = 48_000) -> Double {
-    let coefficient = 2 * cos(2 * Double.pi * frequency / sampleRate)
-    var previous = 0.0, beforePrevious = 0.0
-    for sample in samples {
-        let current = Double(sample) + coefficient * previous - beforePrevious
-        beforePrevious = previous
-        previous = current
-    }
-    let power = previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious
-    return power / Double(max(1, samples.count))
-}
-
-/// 20 ms of a sine at `frequency`, continuing from frame `index`.
-func toneFrame(_ frequency: Double, frame index: Int, amplitude: Double = 8000) -> AudioFrame {
-    AudioFrame(channels: 1, samples: (0..<AudioFrame.samplesPer20ms).map { offset in
-        let t = Double(index * AudioFrame.samplesPer20ms + offset) / 48_000
-        return Int16(amplitude * sin(2 * Double.pi * frequency * t))
-    })
-}
-
-/// The three test tones and which member sends which.
-let roomTones: [String: Double] = ["a": 440, "b": 660, "c": 880]
+@testable import Conference
+import MediaTesting
+import WireTesting
 
 /// `RoomAudioMixer` in memory, on a manual timeline: members' receivers are fed real Opus
 /// packets of their tones, and what each member is sent is decoded as its client would.
