@@ -1,24 +1,22 @@
 import Wire
 
-/// A media clock on the loop: `action(deadline)` every `interval`, each deadline the previous
-/// one plus the interval (not "now plus the interval", so lateness does not accumulate and the
-/// media timestamps stay regular). A tick later than `maximumLateness` restarts the schedule
-/// from now, counted in `resets`, rather than catching up with a burst.
+/// A media clock on the loop: `action(deadline)` at each deadline of a `TickSchedule` (the
+/// previous deadline plus the interval; a tick later than `maximumLateness` restarts the grid
+/// from now, counted in `resets`).
 public final class MediaTick {
     private let loop: EventLoop
     private let interval: () -> Duration
-    private let maximumLateness: Duration
     private let action: (Instant) -> Void
     private var timer: EventLoop.TimerToken?
-    private var deadline: Instant?
+    private var schedule: TickSchedule
     /// Ticks that came over `maximumLateness` late.
-    public private(set) var resets = 0
+    public var resets: Int { schedule.resets }
 
     /// `interval` is asked at each tick (a video template can change the frame rate).
     public init(loop: EventLoop, interval: @escaping () -> Duration, maximumLateness: Duration, action: @escaping (Instant) -> Void) {
         self.loop = loop
         self.interval = interval
-        self.maximumLateness = maximumLateness
+        schedule = TickSchedule(maximumLateness: maximumLateness)
         self.action = action
     }
 
@@ -26,30 +24,26 @@ public final class MediaTick {
 
     public func start() {
         guard timer == nil else { return }
-        schedule(loop.clock.now() + interval())
+        schedule.start(now: loop.clock.now(), interval: interval())
+        arm()
     }
 
     public func stop() {
         if let timer { loop.cancel(timer) }
         timer = nil
-        deadline = nil
+        schedule.stop()
     }
 
-    private func schedule(_ next: Instant) {
-        deadline = next
+    private func arm() {
+        guard let next = schedule.next else { return }
         timer = loop.schedule(at: next) { [weak self] in self?.fire() }
     }
 
     private func fire() {
-        guard var deadline else { return }
-        let now = loop.clock.now()
-        if now - deadline > maximumLateness {
-            deadline = now
-            resets += 1
-        }
+        guard let deadline = schedule.due(now: loop.clock.now(), interval: interval()) else { return arm() }
         action(deadline)
         // The action may have stopped the tick.
-        guard self.deadline != nil else { return }
-        schedule(deadline + interval())
+        guard schedule.isRunning else { return }
+        arm()
     }
 }
