@@ -193,7 +193,7 @@ public final class HostAPI: Sendable {
     private func identity(room: String, id: String) -> String? {
         guard secret != nil else { return nil }
         let rooms = self.rooms
-        return (try? media.runOnLoop { rooms.value.participant(room: room, id: id)?.identity }) ?? nil
+        return (try? media.runOnLoop { rooms.value.hosting(room: room, id: id)?.room.participant(id: id)?.identity }) ?? nil
     }
 
     /// Room names and identities: 1 to 64 of letters, digits, `-`, `_` and `.`.
@@ -232,7 +232,7 @@ public final class HostAPI: Sendable {
         } catch {
             return error.response
         }
-        let media = self.media, rooms = self.rooms, events = self.events
+        let media = self.media, rooms = self.rooms
         let outcome: Result<String, HTTPResponseError>
         do {
             outcome = try media.runOnLoop { () -> Result<String, HTTPResponseError> in
@@ -249,12 +249,9 @@ public final class HostAPI: Sendable {
                 do { transport = try accepted.makeTransport(host: media, now: media.loop.clock.now()) } catch {
                     return .failure(HTTPResponseError(500, "transport", "\(error)"))
                 }
-                let participant = ParticipantSession(id: UUID().uuidString.lowercased(), identity: identity, name: name, room: room,
-                                                     negotiated: accepted.negotiated, port: port, events: events,
-                                                     isViewer: viewer) { rooms.value.remove($0) }
-                rooms.value.add(participant)
-                if !viewer { events.publish(RoomEvent(.joined, room: room, participant: participant.id, identity: identity)) }
-                participant.attach(transport, localUfrag: accepted.localICE.ufrag)
+                let participant = rooms.value.open(room, port: port)
+                    .join(identity: identity, name: name, negotiated: accepted.negotiated, transport: transport,
+                          localUfrag: accepted.localICE.ufrag, isViewer: viewer)
                 return .success(participant.id)
             }
         } catch {
@@ -304,26 +301,11 @@ public final class HostAPI: Sendable {
         for identity in (patch.hear ?? [:]).keys where !Self.isValidName(identity) {
             return .error(400, "bad identity", detail: "hear names \(identity.prefix(64)), not an identity")
         }
-        let rooms = self.rooms, events = self.events
+        let rooms = self.rooms
         let summary = try? media.runOnLoop { () -> ParticipantSummary? in
-            guard let participant = rooms.value.participant(room: room, id: id) else { return nil }
-            for (identity, hears) in patch.hear ?? [:] where identity != participant.identity {
-                if hears { participant.notHeard.remove(identity) } else { participant.notHeard.insert(identity) }
-            }
-            for (source, muted, current) in [("microphone", patch.muted?.audio, participant.audioMuted),
-                                             ("camera", patch.muted?.video, participant.videoMuted)] {
-                guard let muted, muted != current else { continue }
-                if source == "microphone" {
-                    participant.audioMuted = muted
-                } else {
-                    participant.videoMuted = muted
-                    participant.cameraTrack.isMuted = muted  // its tile shows the placeholder
-                }
-                events.publish(RoomEvent(muted ? .trackMuted : .trackUnmuted, room: room, participant: participant.id,
-                                         identity: participant.identity, source: source))
-            }
-            rooms.value.audio[room]?.refreshHearing()
-            return participant.summary
+            guard let hosted = rooms.value.hosting(room: room, id: id) else { return nil }
+            let participant = hosted.patch(id, hear: patch.hear ?? [:], audioMuted: patch.muted?.audio, videoMuted: patch.muted?.video)
+            return participant?.summary
         }
         guard let summary = summary ?? nil else { return .error(404, "not found", detail: "no participant \(id) in room \(room)") }
         return .json(200, summary)
@@ -331,14 +313,14 @@ public final class HostAPI: Sendable {
 
     private func participantExists(room: String, id: String) -> Bool {
         let rooms = self.rooms
-        return (try? media.runOnLoop { rooms.value.participant(room: room, id: id) != nil }) ?? false
+        return (try? media.runOnLoop { rooms.value.hosting(room: room, id: id) != nil }) ?? false
     }
 
     private func leave(room: String, id: String) -> HTTPResponse {
         let rooms = self.rooms
         let found = (try? media.runOnLoop { () -> Bool in
-            guard let participant = rooms.value.participant(room: room, id: id) else { return false }
-            participant.end()
+            guard let hosted = rooms.value.hosting(room: room, id: id) else { return false }
+            hosted.leave(id)
             return true
         }) ?? false
         return found ? HTTPResponse(status: 204) : .error(404, "not found", detail: "no participant \(id) in room \(room)")
@@ -369,8 +351,8 @@ public final class HostAPI: Sendable {
         }
         let rooms = self.rooms, events = self.events
         let outcome = (try? media.runOnLoop { () -> Result<Void, HTTPResponseError> in
-            guard let audio = rooms.value.audio[room] else { return .failure(HTTPResponseError(404, "not found", "no room \(room)")) }
-            do { try audio.startRecording(id: id, file: name, path: path) } catch {
+            guard let hosted = rooms.value.rooms[room] else { return .failure(HTTPResponseError(404, "not found", "no room \(room)")) }
+            do { try hosted.startRecording(id: id, file: name, path: path) } catch {
                 return .failure(HTTPResponseError(500, "recording", "\(error)"))
             }
             events.publish(RoomEvent(.recordingStarted, room: room, reason: name))
@@ -386,9 +368,9 @@ public final class HostAPI: Sendable {
     private func stopRecording(room: String, id: String) -> HTTPResponse {
         let rooms = self.rooms, events = self.events
         let outcome = (try? media.runOnLoop { () -> Result<String, HTTPResponseError> in
-            guard let audio = rooms.value.audio[room] else { return .failure(HTTPResponseError(404, "not found", "no room \(room)")) }
+            guard let hosted = rooms.value.rooms[room] else { return .failure(HTTPResponseError(404, "not found", "no room \(room)")) }
             do {
-                guard let file = try audio.stopRecording(id: id) else {
+                guard let file = try hosted.stopRecording(id: id) else {
                     return .failure(HTTPResponseError(404, "not found", "no recording \(id) in \(room)"))
                 }
                 events.publish(RoomEvent(.recordingStopped, room: room, reason: file))
@@ -406,7 +388,7 @@ public final class HostAPI: Sendable {
     /// Finishes every recording (the host is stopping: SIGTERM must leave playable files).
     func finishRecordings() {
         let rooms = self.rooms
-        _ = try? media.runOnLoop { for audio in rooms.value.audio.values { audio.stopAllRecordings() } }
+        _ = try? media.runOnLoop { for hosted in rooms.value.rooms.values { hosted.stopAllRecordings() } }
     }
 
     /// Server-sent events of one room, from now on (the room need not exist yet).
@@ -424,14 +406,14 @@ public final class HostAPI: Sendable {
     private func listRooms() -> HTTPResponse {
         struct Room: Encodable { let name: String; let participants: Int }
         let rooms = self.rooms
-        let list = (try? media.runOnLoop { rooms.value.rooms.map { Room(name: $0.key, participants: $0.value.count) } }) ?? []
+        let list = (try? media.runOnLoop { rooms.value.rooms.map { Room(name: $0.key, participants: $0.value.participants.count) } }) ?? []
         return .json(200, ["rooms": list.sorted { $0.name < $1.name }])
     }
 
     private func showRoom(_ name: String) -> HTTPResponse {
         struct Room: Encodable { let name: String; let participants: [ParticipantSummary]; let viewers: Int }
         let rooms = self.rooms
-        let members = (try? media.runOnLoop { rooms.value.rooms[name].map { Array($0.values) }?.map { ($0.summary, $0.isViewer) } }) ?? nil
+        let members = (try? media.runOnLoop { rooms.value.rooms[name]?.participants.map { ($0.summary, $0.isViewer) } }) ?? nil
         guard let members else { return .error(404, "not found", detail: "no room \(name)") }
         return .json(200, Room(name: name, participants: members.filter { !$0.1 }.map(\.0).sorted { $0.identity < $1.identity },
                                viewers: members.filter(\.1).count))
@@ -441,7 +423,7 @@ public final class HostAPI: Sendable {
     /// preset, the positions it produces now).
     private func showLayout(room: String) -> HTTPResponse {
         let rooms = self.rooms
-        let description = (try? media.runOnLoop { rooms.value.video[room]?.currentDescription }) ?? nil
+        let description = (try? media.runOnLoop { rooms.value.rooms[room]?.room.currentDescription }) ?? nil
         guard let description else { return .error(404, "not found", detail: "no room \(room)") }
         return .json(200, description)
     }
@@ -459,18 +441,12 @@ public final class HostAPI: Sendable {
         let outcome: Result<TemplateDescription, HTTPResponseError>
         do {
             outcome = try media.runOnLoop { () -> Result<TemplateDescription, HTTPResponseError> in
-                guard let video = rooms.value.video[room] else {
+                guard let hosted = rooms.value.rooms[room] else {
                     return .failure(HTTPResponseError(404, "not found", "no room \(room)"))
                 }
-                if case .custom(let description) = layout {
-                    let present = Set(video.identities)
-                    for (index, position) in description.positions.enumerated() where !present.contains(position.participant) {
-                        return .failure(HTTPResponseError(400, "bad layout",
-                            "positions[\(index)].participant: \(position.participant) is not in room \(room)"))
-                    }
+                do throws(Room.LayoutRefusal) { return .success(try hosted.setLayout(layout)) } catch {
+                    return .failure(HTTPResponseError(400, "bad layout", "`\(error.field)`: \(error.reason)"))
                 }
-                video.setLayout(layout)
-                return .success(video.currentDescription)
             }
         } catch {
             return .error(503, "host stopping", detail: "\(error)")
@@ -487,27 +463,28 @@ public final class HostAPI: Sendable {
         let lines = (try? media.runOnLoop { () -> [String] in
             guard let port = media.port else { return [] }
             let counters = port.counters
-            let participants = rooms.value.rooms.values.reduce(0) { $0 + $1.count }
-            let encoders = rooms.value.audio.values.reduce(0) { $0 + $1.mixer.encodersRunning }
-            let videoStatistics = rooms.value.video.values.compactMap(\.encodeStatistics)
+            let hosted = Array(rooms.value.rooms.values)
+            let participants = hosted.reduce(0) { $0 + $1.participants.count }
+            let encoders = hosted.reduce(0) { $0 + $1.room.mixer.encodersRunning }
+            let videoStatistics = hosted.compactMap(\.encodeStatistics)
             let framesEncoded = videoStatistics.reduce(0) { $0 + $1.framesEncoded }
             let picturesDropped = videoStatistics.reduce(0) { $0 + $1.picturesDropped }
-            let encodeSeconds = videoStatistics.reduce(0.0) { $0 + Double($1.totalEncodeTime.nanosecondsClamped) / 1e9 }
-            let lowReceivers = rooms.value.video.values.reduce(0) { $0 + $1.lowReceivers }
-            let lowFramesEncoded = rooms.value.video.values.reduce(0) { $0 + $1.lowFramesEncoded }
-            let everyone = rooms.value.rooms.values.flatMap(\.values)
+            let encodeSeconds = videoStatistics.reduce(0.0) { $0 + $1.totalEncodeTime.seconds }
+            let lowReceivers = hosted.reduce(0) { $0 + $1.room.lowReceivers }
+            let lowFramesEncoded = hosted.reduce(0) { $0 + $1.lowFramesEncoded }
+            let everyone = hosted.flatMap(\.participants).map(\.inbound)
             let lost = everyone.reduce(Int64(0)) { $0 + $1.packetsLost }
             let nacks = everyone.reduce(0) { $0 + $1.nacksSent }
             let silentAudioSkipped = everyone.reduce(0) { $0 + $1.silentAudioPacketsSkipped }
             let cameras = everyone.compactMap(\.cameraStatistics)
             let cameraFramesDecoded = cameras.reduce(0) { $0 + $1.framesDecoded }
             let cameraFramesDropped = cameras.reduce(0) { $0 + $1.framesLost + $1.framesDroppedWaitingForKeyFrame + $1.decodeErrors }
-            let decodeSeconds = everyone.reduce(0.0) { $0 + Double($1.decodeTime.nanosecondsClamped) / 1e9 }
-            let composed = rooms.value.video.values.reduce(0) { $0 + $1.framesComposed }
-            let composeSeconds = rooms.value.video.values.reduce(0.0) { $0 + Double($1.composeTime.nanosecondsClamped) / 1e9 }
+            let decodeSeconds = everyone.reduce(0.0) { $0 + $1.decodeTime.seconds }
+            let composed = hosted.reduce(0) { $0 + $1.room.framesComposed }
+            let composeSeconds = hosted.reduce(0.0) { $0 + $1.room.composeTime.seconds }
             let keyFrameRequests = everyone.reduce(0) { $0 + $1.keyFrameRequestsSent }
-            let audioResets = rooms.value.audio.values.reduce(0) { $0 + $1.scheduleResets }
-            let videoResets = rooms.value.video.values.reduce(0) { $0 + $1.scheduleResets }
+            let audioResets = hosted.reduce(0) { $0 + $1.room.audioScheduleResets }
+            let videoResets = hosted.reduce(0) { $0 + $1.room.videoScheduleResets }
             let cpuSeconds = ProcessCPU.seconds()
             return [
                 "# HELP process_cpu_seconds_total User and system CPU time the host process has used.",

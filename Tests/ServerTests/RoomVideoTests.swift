@@ -3,6 +3,7 @@ import Compositing
 import Foundation
 import Media
 import RTP
+import Conference
 import Testing
 import Transport
 import Wire
@@ -106,7 +107,7 @@ import Wire
         // c leaves: its tile shows its placeholder (the custom template stays).
         #expect(try c.client.delete() == 204)
         let placeholder = [(x: 0.75, y: 0.25, colour: a.colour), (x: 0.25, y: 0.25, colour: b.colour),
-                           (x: 0.5, y: 0.75, colour: RoomVideo.placeholderColor)]
+                           (x: 0.5, y: 0.75, colour: Room.placeholderColor)]
         let leaveTime = try run([a, b], watching: [a, b], until: placeholder, timeout: .seconds(2))
         #expect(leaveTime != nil, "c left: \([a, b].map { $0.describe(placeholder.map { ($0.x, $0.y) }) })")
 

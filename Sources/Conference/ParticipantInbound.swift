@@ -1,0 +1,177 @@
+import Compositing
+import Media
+import RTP
+import SDP
+import Streams
+import Wire
+
+/// What a participant sends, as the room receives it, sans-IO: decrypted RTP and RTCP come in
+/// with the time; receive repair (`PeerReceiver`: loss and jitter statistics, NACK with RTX
+/// unwrapped, PLI, receiver reports at the RFC 3550 interval), the microphone's jitter buffer and
+/// decoder (`AudioReceiver`, read by the room's mix tick), and the camera's decoder into
+/// `cameraTrack` (`VideoReceiver`), with the stall rule: a frame missing packets for
+/// `incompleteFrameTimeout` is given up so that the frames behind it, or a key frame, can come.
+/// RTCP to send back is polled (`pollRTCP`), never sent from here.
+public final class ParticipantInbound {
+    /// How long a frame may miss packets (NACK's chance) before it is given up.
+    public static let incompleteFrameTimeout: Duration = .milliseconds(150)
+
+    /// The microphone, played out one 20 ms frame per room tick; nil when the offer has no audio
+    /// section or the decoder could not start (`startFailures` says why).
+    public let audioReceiver: AudioReceiver?
+    /// The camera ("identity/camera"): pictures of the first video section. Ends with `end()`.
+    public let cameraTrack: VideoTrack
+    /// New media packets (duplicates and RTX padding not counted) and their payload bytes.
+    public private(set) var packetsReceived = 0
+    public private(set) var bytesReceived = 0
+    /// Time spent assembling and decoding the camera (measured by the caller's clock: decoding
+    /// is work, not protocol time, so it is timed with `ContinuousClock` here).
+    public private(set) var decodeTime = Duration.zero
+    /// Decoders that could not start, by component ("opus-decoder", "vp8-decoder"), with why.
+    public private(set) var startFailures: [(component: String, error: any Error)] = []
+
+    private let audioSection: Int?
+    private let videoSection: Int?
+    private let videoReceiver: VideoReceiver?
+    private var inbound: InboundSections
+    private var receiver: PeerReceiver
+    /// Set by the video receiver's key frame callback; turned into a PLI after the packet.
+    private var videoKeyFrameNeeded = false
+    /// Since when camera packets have come without completing a picture; nil while pictures come.
+    private var videoStalledSince: Instant?
+    private var cameraSSRC: SSRC?
+    /// Sections (by index) whose first media has arrived.
+    private var published: Set<Int> = []
+
+    public init(negotiated: NegotiatedSession, identity: String, seed: UInt64, now: Instant) {
+        let inbound = InboundSections(negotiated)
+        self.inbound = inbound
+        var failures: [(component: String, error: any Error)] = []
+        audioSection = inbound.sections.firstIndex { !$0.isVideo }
+        audioReceiver = audioSection.flatMap { _ in
+            do { return try AudioReceiver(channels: 1) } catch {
+                failures.append(("opus-decoder", error))
+                return nil
+            }
+        }
+        videoSection = inbound.sections.firstIndex { $0.isVideo }
+        cameraTrack = VideoTrack(id: "\(identity)/camera")
+        videoReceiver = videoSection.flatMap { _ in
+            do { return try VideoReceiver(maximumPixels: 1920 * 1088) } catch {
+                failures.append(("vp8-decoder", error))
+                return nil
+            }
+        }
+        startFailures = failures
+        let sender = negotiated.media.compactMap(\.hostSender).first
+        receiver = PeerReceiver(localSSRC: SSRC(rawValue: sender?.ssrc ?? UInt32(truncatingIfNeeded: seed | 1)),
+                                cname: sender?.cname ?? "tessera", reducedSize: negotiated.media.allSatisfy(\.reducedSizeRTCP),
+                                seed: seed, now: now)
+        for section in inbound.sections {
+            if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc)) }
+        }
+        videoReceiver?.onKeyFrameNeeded = { [weak self] in self?.videoKeyFrameNeeded = true }
+    }
+
+    /// What an arriving packet meant beyond its media.
+    public enum Notice: Equatable, Sendable {
+        /// The first media of a track: `trackPublished`.
+        case published(source: String)
+        /// The first media of a track whose decoder could not start: `trackEnded`.
+        case undecodable(source: String)
+    }
+
+    /// Takes one decrypted RTP packet: repaired, decoded (audio into the jitter buffer, video
+    /// into `cameraTrack`), and a track's first media noticed.
+    public func receiveRTP(_ bytes: [UInt8], now: Instant) -> Notice? {
+        guard let packet = try? RTPPacket.parse(bytes), let (index, _) = inbound.classify(packet) else { return nil }
+        // A source learned from this packet (or its RTX stream) joins the receiver.
+        let section = inbound[index]
+        if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc)) }
+        guard case .media(let media) = receiver.receive(packet, now: now) else { return nil }
+        packetsReceived += 1
+        bytesReceived += media.payload.count
+        if index == audioSection, let audioReceiver {
+            // A malformed level is no level: the packet is decoded as any other.
+            let level = (try? media.headerExtension(AudioLevel.self, in: inbound.extensions)) ?? nil
+            audioReceiver.receive(payload: Array(media.payload), sequenceNumber: media.sequenceNumber,
+                                  timestamp: media.timestamp, arrival: now, level: level)
+        }
+        if index == videoSection, let videoReceiver {
+            cameraSSRC = media.ssrc
+            let wasWaiting = videoReceiver.isWaitingForKeyFrame
+            let began = ContinuousClock.now
+            let pictures = videoReceiver.receive(media, now: now)
+            decodeTime += ContinuousClock.now - began
+            take(pictures, now: now, wasWaiting: wasWaiting)
+        }
+        guard published.insert(index).inserted else { return nil }
+        let undecodable = (index == audioSection && audioReceiver == nil) || (index == videoSection && videoReceiver == nil)
+        return undecodable ? .undecodable(source: source(of: index)) : .published(source: source(of: index))
+    }
+
+    /// Takes the participant's RTCP: sender reports about its streams (for the receiver reports'
+    /// DLSR).
+    public func receiveRTCP(_ packets: [RTCPPacket], now: Instant) {
+        receiver.receiveRTCP(packets, now: now)
+    }
+
+    /// Gives up on camera frames that have missed packets for `incompleteFrameTimeout`.
+    public func abandonStalledVideo(now: Instant) {
+        guard let videoReceiver, let since = videoStalledSince, now - since >= Self.incompleteFrameTimeout else { return }
+        let wasWaiting = videoReceiver.isWaitingForKeyFrame
+        take(videoReceiver.abandonIncompleteFrames(now: now), now: now, wasWaiting: wasWaiting)
+        videoStalledSince = nil
+    }
+
+    /// Compound RTCP packets due by `now` (receiver reports, NACK, PLI).
+    public func pollRTCP(now: Instant) -> [[UInt8]] { receiver.pollRTCP(now: now) }
+
+    /// When `pollRTCP` next has something.
+    public var nextTimeout: Instant? { receiver.nextTimeout }
+
+    /// The tracks that had media, by source name, in section order.
+    public var publishedSources: [String] { published.sorted().map(source(of:)) }
+
+    /// The participant left: its camera ends.
+    public func end() { cameraTrack.end() }
+
+    /// Packets the participant sent that never arrived (RFC 3550 A.3, over its sources).
+    public var packetsLost: Int64 { receiver.statistics.reduce(0) { $0 + $1.cumulativeLost } }
+    /// Its audio packets played as silence without decoding (their RFC 6464 level said so).
+    public var silentAudioPacketsSkipped: Int { audioReceiver?.silentPacketsSkipped ?? 0 }
+    /// Its camera's frames: decoded, lost, refused or dropped; nil when it sends no video.
+    public var cameraStatistics: VideoReceiver.Statistics? { videoReceiver?.statistics }
+    public var nacksSent: Int { receiver.nacksSent }
+    public var keyFrameRequestsSent: Int { receiver.keyFrameRequestsSent }
+
+    /// Pushes decoded camera pictures and turns the receiver's key frame needs into PLI.
+    private func take(_ pictures: [I420Frame], now: Instant, wasWaiting: Bool) {
+        for picture in pictures { cameraTrack.push(picture, now: now) }
+        videoStalledSince = pictures.isEmpty ? (videoStalledSince ?? now) : nil
+        guard let cameraSSRC, let videoReceiver else { return }
+        if videoKeyFrameNeeded {
+            videoKeyFrameNeeded = false
+            receiver.requestKeyFrame(ssrc: cameraSSRC, now: now)
+        } else if wasWaiting && !videoReceiver.isWaitingForKeyFrame {
+            receiver.keyFrameReceived(ssrc: cameraSSRC)
+        }
+    }
+
+    /// The contract's track names: the first audio section is the microphone, the first video
+    /// section the camera, a second video section the screen.
+    private func source(of index: Int) -> String {
+        guard inbound[index].isVideo else { return "microphone" }
+        let videoBefore = inbound.sections[..<index].filter(\.isVideo).count
+        return videoBefore == 0 ? "camera" : "screen"
+    }
+
+    private static func source(_ section: InboundSections.Section, ssrc: SSRC) -> PeerReceiver.Source {
+        var rtx: RTXConfiguration?
+        if let rtxSSRC = section.rtxSSRC, let rtxPayloadType = section.rtxPayloadType {
+            rtx = RTXConfiguration(ssrc: rtxSSRC, payloadType: rtxPayloadType, associatedPayloadType: section.codecPayloadType)
+        }
+        return PeerReceiver.Source(mediaSSRC: ssrc, clockRate: section.clockRate, isVideo: section.isVideo, rtx: rtx,
+                                   nack: section.nack)
+    }
+}

@@ -1,0 +1,475 @@
+import Compositing
+import Media
+import RTP
+import SDP
+import Streams
+import Wire
+
+/// How a room composes and mixes.
+public struct RoomConfiguration: Sendable, Equatable {
+    /// The composite's canvas until a template sets another, and its frame rate and bit rate.
+    public var width = 1280
+    public var height = 720
+    public var fps = 30
+    public var bitrate = 1_500_000
+    /// The lower encoding, for receivers whose bandwidth estimate is low.
+    public var lowWidth = 640
+    public var lowHeight = 360
+    public var lowBitrate = 500_000
+    /// Deliberate faults, for tests that show a checker catches a broken host.
+    public var returnsOwnVoice = false
+    public var camerasInWrongSlots = false
+
+    public init() {}
+}
+
+/// A conference room as an engine in the str0m sense: joins, leaves, choices, layouts, each
+/// participant's decrypted RTP and RTCP, and the encoders' frames go in with the current time;
+/// what comes out (`pollOutput`) is what to send to whom, what to encode, and what to publish;
+/// `nextTimeout` says when to call `handleTimeout`. No socket, no clock read (work is timed for
+/// metrics only), no thread: the shell carries out the outputs.
+///
+/// Audio: every 20 ms each participant's microphone gives one frame and each listener gets one
+/// Opus packet of everyone sounding but itself (`RoomAudioMixer`: encode once per distinct mix).
+/// Video: every 1/fps the layout (a preset, recomputed on joins, leaves and the active speaker,
+/// or a template kept as given) is drawn by one `VideoCompositor` and the picture goes to the
+/// encoder of each encoding someone needs; each encoded frame is packetized once and re-headered
+/// per receiver. Key frame requests (a new receiver, PLI or FIR) are paced per encoding.
+/// Receivers whose bandwidth is low get a lower encoding and switch at its key frame.
+///
+/// Every mutation must be followed by draining `pollOutput()`.
+public final class Room {
+    public let name: String
+    public let configuration: RoomConfiguration
+    /// In joining order: the order presets place people in.
+    public private(set) var participants: [Participant] = []
+    public let compositor: VideoCompositor
+    public private(set) var layout: LayoutRequest = .preset(.grid)
+    /// Per-guest mixes, keyed by participant id.
+    public let mixer: RoomAudioMixer<String>
+    private var speakerDetector = ActiveSpeakerDetector()
+    private var audioTicks = TickSchedule(maximumLateness: Room.audioMaximumLateness)
+    private var videoTicks = TickSchedule(maximumLateness: Room.videoMaximumLateness)
+    private let main: CompositeEncoding
+    private var low: CompositeEncoding?
+    private var generations = 0
+    /// RTP timestamps of both encodings count 90 kHz from this capture time, so a receiver
+    /// switched between them sees one continuous clock.
+    private var timestampEpoch: Instant?
+    private let timestampOffset: UInt32
+    private var outputs = FIFOQueue<RoomOutput>()
+    /// The whole room's mix, while a recording takes it.
+    public private(set) var mixTrack: AudioTrack?
+
+    /// The audio tick.
+    public static let audioInterval: Duration = .milliseconds(20)
+    /// Beyond this a late audio tick does not catch up (a burst of frames): the grid restarts.
+    public static let audioMaximumLateness: Duration = .milliseconds(100)
+    public static let videoMaximumLateness: Duration = .milliseconds(200)
+    /// A position's colour while its participant sends no picture.
+    public static let placeholderColor = YUVColor(y: 48, u: 128, v: 128)
+
+    /// Counters for metrics.
+    public private(set) var framesComposed = 0
+    public private(set) var composeTime = Duration.zero
+    public private(set) var framesSent = 0
+    /// Frames encoded by lower encodings since stopped (the shell's counts end with them).
+    public var audioScheduleResets: Int { audioTicks.resets }
+    public var videoScheduleResets: Int { videoTicks.resets }
+
+    /// `labels` draws names on tiles (nil: none, when the fonts could not be loaded).
+    public init(name: String, configuration: RoomConfiguration, labels: TextLabelRenderer?, seed: UInt64) {
+        self.name = name
+        self.configuration = configuration
+        var generator = SplitMix64(seed: seed)
+        timestampOffset = .random(in: 0...UInt32.max, using: &generator)
+        mixer = RoomAudioMixer(configuration: .init(returnsOwnVoice: configuration.returnsOwnVoice))
+        compositor = VideoCompositor(id: name, resolutionSize: VideoSize(width: configuration.width, height: configuration.height),
+                                     fps: configuration.fps)
+        compositor.labelRenderer = labels
+        compositor.start()
+        main = CompositeEncoding(kind: .main, size: nil, bitrate: configuration.bitrate, generation: 0)
+    }
+
+    // MARK: Outputs
+
+    /// The next thing to do, or nil when there is none.
+    public func pollOutput() -> RoomOutput? { outputs.popFirst() }
+
+    /// When `handleTimeout` next has work: the next audio or video tick, or RTCP due.
+    public var nextTimeout: Instant? {
+        var next = audioTicks.next
+        if let video = videoTicks.next, video < (next ?? video + .seconds(1)) { next = video }
+        for participant in participants {
+            if let due = participant.rtcpDue, due < (next ?? due + .seconds(1)) { next = due }
+        }
+        return next
+    }
+
+    public var isEmpty: Bool { participants.isEmpty }
+
+    public func participant(id: String) -> Participant? { participants.first { $0.id == id } }
+    public func participant(identity: String) -> Participant? { participants.first { $0.identity == identity } }
+
+    // MARK: Joins and leaves
+
+    /// Why a join is refused.
+    public enum JoinRefusal: Error, Equatable {
+        case identityPresent
+        case roomFull
+    }
+
+    /// Adds a participant (or a viewer) whose offer was answered with `negotiated`. Its
+    /// transport is not up yet: nothing is sent it before `secure`.
+    @discardableResult
+    public func join(id: String, identity: String, name: String?, negotiated: NegotiatedSession, isViewer: Bool = false,
+                     seed: UInt64, now: Instant) -> Participant {
+        let participant = Participant(id: id, identity: identity, name: name, isViewer: isViewer, negotiated: negotiated,
+                                      seed: seed, now: now)
+        participants.append(participant)
+        for (component, error) in participant.inbound.startFailures { startFailures.append((component, error)) }
+        mixer.add(id, receiver: participant.inbound.audioReceiver, listens: participant.outbound.receivesAudio)
+        refreshHearing()
+        if case .preset = layout { applyLayout(publish: true) }
+        if !isViewer { emit(.event(RoomEvent(.joined, room: self.name, participant: id, identity: identity))) }
+        audioTicks.start(now: now, interval: Self.audioInterval)
+        videoTicks.start(now: now, interval: compositor.tickInterval)
+        return participant
+    }
+
+    /// ICE checks arrived.
+    public func connected(_ id: String) {
+        guard let participant = participant(id: id), participant.state == .connecting else { return }
+        participant.state = .connected
+    }
+
+    /// The transport is secure: media may flow. A receiver of the composite needs a key frame,
+    /// and gets one at the next tick (at most one such per `newReceiverKeyFrameGap`).
+    public func secure(_ id: String, now: Instant) {
+        guard let participant = participant(id: id), participant.state != .left else { return }
+        participant.state = .secure
+        if participant.outbound.receivesVideo { main.keyFrameSoon = true }
+        serviceRTCP(participant, now: now)
+    }
+
+    /// Removes a participant: its tracks end (`trackEnded`), `left` with `reason`; presets close
+    /// its gap and a template shows its placeholder. The last one leaving stops the ticks.
+    public func leave(_ id: String, reason: String = "left", now: Instant) {
+        guard let index = participants.firstIndex(where: { $0.id == id }) else { return }
+        let participant = participants.remove(at: index)
+        participant.state = .left
+        participant.inbound.end()
+        for source in participant.inbound.publishedSources {
+            emit(.event(RoomEvent(.trackEnded, room: name, participant: id, identity: participant.identity, source: source)))
+        }
+        if !participant.isViewer {
+            emit(.event(RoomEvent(.left, room: name, participant: id, identity: participant.identity, reason: reason)))
+        }
+        mixer.remove(id)
+        refreshHearing()
+        speakerDetector.remove(participant: participant.identity)
+        if case .preset = layout { applyLayout(publish: true) }
+        if participants.isEmpty { close() }
+    }
+
+    /// Stops the ticks and the encoders (the last participant left, or the host stops).
+    public func close() {
+        audioTicks.stop()
+        videoTicks.stop()
+        emit(.stopEncoder(.main))
+        if low != nil { emit(.stopEncoder(.low)) }
+        low = nil
+    }
+
+    // MARK: Choices
+
+    /// `PATCH {"hear": …, "muted": …}`: `hear` changes only this participant's mix (by
+    /// identity); `muted.audio` takes its voice out of every mix, `muted.video` shows its
+    /// placeholder. Each change of `muted` publishes `trackMuted` or `trackUnmuted`.
+    @discardableResult
+    public func patch(_ id: String, hear: [String: Bool] = [:], audioMuted: Bool? = nil, videoMuted: Bool? = nil) -> Participant? {
+        guard let participant = participant(id: id) else { return nil }
+        for (identity, hears) in hear where identity != participant.identity {
+            if hears { participant.notHeard.remove(identity) } else { participant.notHeard.insert(identity) }
+        }
+        for (source, muted, current) in [("microphone", audioMuted, participant.audioMuted), ("camera", videoMuted, participant.videoMuted)] {
+            guard let muted, muted != current else { continue }
+            if source == "microphone" {
+                participant.audioMuted = muted
+            } else {
+                participant.videoMuted = muted
+                participant.inbound.cameraTrack.isMuted = muted  // its tile shows the placeholder
+            }
+            emit(.event(RoomEvent(muted ? .trackMuted : .trackUnmuted, room: name, participant: id, identity: participant.identity,
+                                  source: source)))
+        }
+        refreshHearing()
+        return participant
+    }
+
+    /// Tells the mixer whom each participant does not hear and whose voice is muted.
+    private func refreshHearing() {
+        let byIdentity = Dictionary(participants.map { ($0.identity, $0.id) }, uniquingKeysWith: { first, _ in first })
+        for participant in participants {
+            mixer.setNotHeard(Set(participant.notHeard.compactMap { byIdentity[$0] }), by: participant.id)
+            mixer.setMuted(participant.id, participant.audioMuted)
+        }
+    }
+
+    // MARK: Layout
+
+    /// The identities present (not viewers), in joining order.
+    public var identities: [String] { participants.filter { !$0.isViewer }.map(\.identity) }
+
+    /// Why a layout is refused.
+    public struct LayoutRefusal: Error, Equatable {
+        public let field: String
+        public let reason: String
+    }
+
+    /// Uses `layout` from the next picture on, and publishes `layoutChanged`. A template must
+    /// name only participants present.
+    @discardableResult
+    public func setLayout(_ layout: LayoutRequest) throws(LayoutRefusal) -> TemplateDescription {
+        if case .custom(let description) = layout {
+            let present = Set(identities)
+            for (index, position) in description.positions.enumerated() where !present.contains(position.participant) {
+                throw LayoutRefusal(field: "positions[\(index)].participant", reason: "\(position.participant) is not in room \(name)")
+            }
+        }
+        self.layout = layout
+        switch layout {
+        case .custom(let description):
+            compositor.resolutionSize = description.canvas.size
+            compositor.fps = description.canvas.fps
+            compositor.background = description.canvas.backgroundColor ?? .black
+        case .preset:
+            compositor.resolutionSize = VideoSize(width: configuration.width, height: configuration.height)
+            compositor.fps = configuration.fps
+            compositor.background = YUVColor(hex: TemplateDescription.Canvas.defaultBackground) ?? .black
+        }
+        applyLayout(publish: true)
+        return currentDescription
+    }
+
+    /// The template in use, in the contract's format: a custom one as given, a preset as the
+    /// positions it gives now.
+    public var currentDescription: TemplateDescription {
+        let canvas = TemplateDescription.Canvas(width: compositor.resolutionSize.width, height: compositor.resolutionSize.height,
+                                                fps: compositor.fps, background: TemplateDescription.Canvas.defaultBackground)
+        return layout.template(participants: identities, activeSpeaker: speakerDetector.current, canvas: canvas)
+    }
+
+    /// The active speaker's identity; nil until someone has spoken.
+    public var activeSpeaker: String? { speakerDetector.current }
+
+    /// Resolves the current description to tracks and gives it to the compositor.
+    private func applyLayout(publish: Bool) {
+        let description = currentDescription
+        let positions = description.positions.enumerated().map { index, position -> VideoTrackPositionInfo in
+            let shownParticipant = configuration.camerasInWrongSlots
+                ? description.positions[(index + 1) % description.positions.count].participant : position.participant
+            let participant = participants.first { $0.identity == shownParticipant && !$0.isViewer }
+            // A track nobody sends (a screen not shared) is a stand-in freed at once: the
+            // position shows its placeholder.
+            let track = position.source == .camera ? participant?.inbound.cameraTrack : nil
+            let shown = track ?? VideoTrack(id: "\(position.participant)/\(position.source.rawValue)")
+            return VideoTrackPositionInfo(track: shown, normalizedRect: position.rect, contentMode: position.contentMode,
+                                          placeholder: .color(Self.placeholderColor),
+                                          label: participant.map { $0.name ?? $0.identity } ?? position.participant)
+        }
+        compositor.setTemplate(CompositeTemplate(positions: positions))
+        if publish { emit(.event(RoomEvent(.layoutChanged, room: name))) }
+    }
+
+    // MARK: Media in
+
+    /// One decrypted RTP packet from a participant.
+    public func receiveRTP(_ bytes: [UInt8], from id: String, now: Instant) {
+        guard let participant = participant(id: id) else { return }
+        switch participant.inbound.receiveRTP(bytes, now: now) {
+        case .published(let source)?:
+            emit(.event(RoomEvent(.trackPublished, room: name, participant: id, identity: participant.identity, source: source)))
+        case .undecodable(let source)?:
+            emit(.event(RoomEvent(.trackEnded, room: name, participant: id, identity: participant.identity, source: source,
+                                  reason: "decoder failed to start")))
+        case nil:
+            break
+        }
+        serviceRTCP(participant, now: now)
+    }
+
+    /// One decrypted compound RTCP packet from a participant: about what it sends (sender
+    /// reports) and about what it is sent (reports, REMB, PLI, FIR).
+    public func receiveRTCP(_ bytes: [UInt8], from id: String, now: Instant) {
+        guard let participant = participant(id: id), let packets = try? RTCPPacket.parseCompound(bytes) else { return }
+        participant.inbound.receiveRTCP(packets, now: now)
+        for request in participant.outbound.receiveRTCP(packets, now: now) {
+            let pacer = encoding(participant.outbound.videoEncoding)
+            switch request {
+            case .pictureLoss(let sender):
+                pacer.pacer.receivedPictureLossIndication(PictureLossIndication(senderSSRC: sender, mediaSSRC: CompositeEncoding.internalSSRC))
+            case .fullIntra(let sender, let sequenceNumber):
+                pacer.pacer.receivedFullIntraRequest(FullIntraRequest(
+                    senderSSRC: sender, entries: [FIREntry(ssrc: CompositeEncoding.internalSSRC, sequenceNumber: sequenceNumber)]))
+            }
+        }
+        serviceRTCP(participant, now: now)
+    }
+
+    /// The encoding of `kind`; the main one when the lower one is not running.
+    private func encoding(_ kind: CompositeEncoding.Kind) -> CompositeEncoding {
+        kind == .low ? (low ?? main) : main
+    }
+
+    /// Key frames asked of the main encoder after pacing.
+    public var keyFramesRequested: Int64 { main.keyFramesRequested }
+
+    /// Receivers sent the lower encoding now.
+    public var lowReceivers: Int { participants.filter { $0.receivesVideoNow && $0.outbound.videoEncoding == .low }.count }
+
+    /// Sends the participant's RTCP that is due, and notes when more will be.
+    private func serviceRTCP(_ participant: Participant, now: Instant) {
+        guard participant.state == .secure else { return }
+        for compound in participant.inbound.pollRTCP(now: now) { emit(.sendRTCP(participant: participant.id, bytes: compound)) }
+        participant.rtcpDue = participant.inbound.nextTimeout
+    }
+
+    // MARK: Time
+
+    /// Runs what is due by `now`: the audio tick, the video tick, RTCP.
+    public func handleTimeout(now: Instant) {
+        if let deadline = audioTicks.due(now: now, interval: Self.audioInterval) { audioTick(deadline: deadline) }
+        if let deadline = videoTicks.due(now: now, interval: compositor.tickInterval) { videoTick(deadline: deadline, now: now) }
+        for participant in participants {
+            if let due = participant.rtcpDue, due <= now { serviceRTCP(participant, now: now) }
+        }
+    }
+
+    /// One audio tick: mix for the deadline (not the wake-up time, so the media clock stays
+    /// regular), follow the speaker, feed recordings, send.
+    private func audioTick(deadline: Instant) {
+        let packets = mixer.tick(now: deadline)
+        for error in mixer.takeStartFailures() { startFailures.append(("opus-encoder", error)) }
+        followSpeaker(levels: mixer.levelsLastTick, now: deadline)
+        if let whole = mixer.roomMixLastTick, let mixTrack {
+            mixTrack.push(whole, now: deadline)
+            emit(.recordingTick(deadline))
+        }
+        for participant in participants where participant.state == .secure {
+            guard let payload = packets[participant.id], let bytes = participant.outbound.mixPacket(payload) else { continue }
+            emit(.sendRTP(participant: participant.id, bytes: bytes))
+        }
+    }
+
+    /// Takes one audio tick's levels: a new active speaker is published and moves into the main
+    /// tile of a preset that has one.
+    private func followSpeaker(levels: [String: Double], now: Instant) {
+        for (id, level) in levels {
+            if let identity = participant(id: id)?.identity { speakerDetector.update(participant: identity, level: level, now: now) }
+        }
+        guard let speaker = speakerDetector.evaluate(now: now) else { return }
+        emit(.event(RoomEvent(.activeSpeakerChanged, room: name, participant: participant(identity: speaker)?.id, identity: speaker)))
+        if case .preset(let preset) = layout, preset != .grid { applyLayout(publish: true) }
+    }
+
+    /// One video tick: draw for the deadline and hand the picture to the encoders (only when
+    /// someone can receive it, or a recording takes it). Receivers whose wanted encoding differs
+    /// from the one they get ask that encoding for a key frame: they switch at it.
+    private func videoTick(deadline: Instant, now: Instant) {
+        for participant in participants { participant.inbound.abandonStalledVideo(now: now) }
+        let receivers = participants.filter(\.receivesVideoNow)
+        if !receivers.isEmpty || mixTrack != nil {
+            let began = ContinuousClock.now
+            compositor.tick(now: deadline)
+            composeTime += ContinuousClock.now - began
+            framesComposed += 1
+        }
+        guard !receivers.isEmpty, let picture = compositor.outputTrack?.latestFrame(now: deadline) else { return }
+        let lowNeeded = receivers.contains { $0.outbound.wantedVideoEncoding == .low || $0.outbound.videoEncoding == .low }
+        if lowNeeded, low == nil {
+            // A fresh encoder's first frame is a key frame: the switchers need nothing more.
+            generations += 1
+            low = CompositeEncoding(kind: .low, size: VideoSize(width: configuration.lowWidth, height: configuration.lowHeight),
+                                    bitrate: configuration.lowBitrate, generation: generations)
+        } else if !lowNeeded, low != nil {
+            low = nil
+            emit(.stopEncoder(.low))
+        }
+        for participant in receivers {
+            if participant.outbound.wantedVideoEncoding == participant.outbound.videoEncoding {
+                participant.outbound.videoSwitchRequested = false  // changed its mind, or switched
+            } else if !participant.outbound.videoSwitchRequested {
+                participant.outbound.videoSwitchRequested = true
+                encoding(participant.outbound.wantedVideoEncoding).keyFrameSoon = true
+            }
+        }
+        if timestampEpoch == nil { timestampEpoch = picture.timestamp }
+        for encoding in [main, low].compactMap({ $0 }) {
+            let size = encoding.size ?? compositor.resolutionSize
+            let configuration = VP8Encoder.Configuration(width: size.width, height: size.height, framesPerSecond: compositor.fps,
+                                                         bitrate: encoding.bitrate)
+            emit(.encode(CompositeEncodeRequest(kind: encoding.kind, generation: encoding.generation, picture: picture,
+                                                keyFrame: encoding.keyFrameDue(now: deadline), configuration: configuration,
+                                                scaledTo: encoding.size)))
+        }
+    }
+
+    /// Encoded frames of one encoding, from the shell's encoder of `generation`: sent to
+    /// everyone who gets that encoding; a receiver waiting to switch to it switches at its key
+    /// frame (its SSRC and sequence numbering go on, and both encodings share one timestamp
+    /// clock, so the switch is seamless). Frames of a stopped encoder are dropped.
+    public func encoded(_ frames: [EncodedVideoFrame], kind: CompositeEncoding.Kind, generation: Int, now: Instant) {
+        guard let encoding = kind == .main ? main : low, encoding.generation == generation, let epoch = timestampEpoch else { return }
+        for var frame in frames {
+            let since = max(.zero, frame.captureTime - epoch).nanosecondsClamped
+            frame.rtpTimestamp = UInt32(truncatingIfNeeded: since / 1_000_000_000 * 90_000 + since % 1_000_000_000 * 90_000 / 1_000_000_000)
+            if encoding.packetizer == nil {
+                encoding.packetizer = VideoSender(payloadType: PayloadType(rawValue: 96), ssrc: CompositeEncoding.internalSSRC,
+                                                  timestampOffset: timestampOffset)
+            }
+            guard let packets = encoding.packetizer?.packetize(frame), !packets.isEmpty else { continue }
+            var sent = false
+            for participant in participants where participant.receivesVideoNow {
+                if frame.isKeyFrame, participant.outbound.videoEncoding != kind, participant.outbound.wantedVideoEncoding == kind {
+                    participant.outbound.videoEncoding = kind
+                }
+                guard participant.outbound.videoEncoding == kind else { continue }
+                for bytes in participant.outbound.compositePackets(packets, now: now) {
+                    emit(.sendRTP(participant: participant.id, bytes: bytes))
+                }
+                sent = true
+            }
+            if sent { framesSent += 1 }
+        }
+    }
+
+    // MARK: Recording
+
+    /// Starts the whole room's mix as a track (for recordings); the composite is drawn from now
+    /// on even when nobody receives it. Returns the mix track.
+    public func startRoomMix() -> AudioTrack {
+        let track = mixTrack ?? AudioTrack(id: "\(name)/mix")
+        mixTrack = track
+        mixer.producesRoomMix = true
+        return track
+    }
+
+    /// Ends the room's mix track (the last recording stopped).
+    public func stopRoomMix() {
+        mixer.producesRoomMix = false
+        mixTrack?.end()
+        mixTrack = nil
+    }
+
+    // MARK: Failures
+
+    /// Decoders and encoders that could not start, by component, since the last call.
+    public func takeStartFailures() -> [(component: String, error: any Error)] {
+        defer { startFailures.removeAll() }
+        return startFailures
+    }
+    private var startFailures: [(component: String, error: any Error)] = []
+
+    private func emit(_ output: RoomOutput) { outputs.append(output) }
+}

@@ -1,0 +1,289 @@
+import Compositing
+import Conference
+import Foundation
+import Media
+import SDP
+import Sockets
+import Transport
+import Wire
+
+/// The shell around one `Room` engine on the media loop: it feeds the room what the
+/// participants' transports deliver and the time, and carries out what the room asks: packets
+/// to the media port (protected per peer there), pictures to the encoder threads, events to the
+/// event streams, ticks to the recordings; then it arms one timer at the room's next timeout.
+final class HostedRoom {
+    let room: Room
+    private let loop: EventLoop
+    private let port: MediaPort
+    private let events: RoomEventHub
+    /// Each participant's peer on the media port, by participant id.
+    private var peers: [String: MediaPort.PeerID] = [:]
+    /// The sinks that take each participant's transport events.
+    private var links: [String: ParticipantLink] = [:]
+    private let timer: DeadlineTimer
+    /// One encoder thread per composite encoding, with the generation it serves.
+    private var encoders: [CompositeEncoding.Kind: (generation: Int, worker: VideoEncodeWorker)] = [:]
+    /// Frames the encoders encoded before they stopped, by kind (for metrics).
+    private var retiredFramesEncoded: [CompositeEncoding.Kind: Int] = [:]
+    /// Recordings in progress, by id.
+    private var recordings: [String: (file: String, recorder: TrackRecorder)] = [:]
+    /// Called when the last participant left.
+    private let onClose: (HostedRoom) -> Void
+
+    init(name: String, configuration: RoomConfiguration, port: MediaPort, events: RoomEventHub, onClose: @escaping (HostedRoom) -> Void) {
+        let labels: TextLabelRenderer?
+        do { labels = try TextLabelRenderer() } catch {
+            StartFailures.shared.record("text-renderer", error)  // tiles go without names
+            labels = nil
+        }
+        room = Room(name: name, configuration: configuration, labels: labels, seed: UInt64.random(in: 0...UInt64.max))
+        loop = port.loop
+        self.port = port
+        self.events = events
+        self.onClose = onClose
+        timer = DeadlineTimer(loop: port.loop)
+        timer.action = { [weak self] now in
+            guard let self else { return }
+            self.room.handleTimeout(now: now)
+            self.carryOut()
+        }
+    }
+
+    /// The encoder threads must not outlive the room, even when the host stops with rooms open.
+    deinit {
+        for (_, encoder) in encoders { encoder.worker.stop() }
+    }
+
+    var name: String { room.name }
+    var participants: [Participant] { room.participants }
+
+    /// Adds a participant whose offer was answered, and attaches its transport to the port.
+    func join(identity: String, name: String?, negotiated: NegotiatedSession, transport: PeerTransport, localUfrag: String,
+              isViewer: Bool) -> Participant {
+        let id = UUID().uuidString.lowercased()
+        let participant = room.join(id: id, identity: identity, name: name, negotiated: negotiated, isViewer: isViewer,
+                                    seed: UInt64.random(in: 0...UInt64.max), now: loop.clock.now())
+        let link = ParticipantLink(id: id, room: self)
+        links[id] = link
+        peers[id] = port.add(transport, localUfrag: localUfrag, sink: link)
+        carryOut()
+        return participant
+    }
+
+    /// Removes a participant (DELETE, or its transport failed); idempotent.
+    func leave(_ id: String, reason: String = "left") {
+        guard let peer = peers.removeValue(forKey: id) else { return }
+        links[id] = nil
+        port.remove(peer)
+        room.leave(id, reason: reason, now: loop.clock.now())
+        carryOut()
+        if room.isEmpty { close() }
+    }
+
+    /// The room closed (its last participant left) or the host stops: recordings finish, the
+    /// encoder threads and the timer stop.
+    func close() {
+        stopAllRecordings()
+        room.close()
+        carryOut()
+        timer.cancel()
+        onClose(self)
+    }
+
+    /// `PATCH {"hear": …, "muted": …}` (`Room.patch`).
+    func patch(_ id: String, hear: [String: Bool], audioMuted: Bool?, videoMuted: Bool?) -> Participant? {
+        defer { carryOut() }
+        return room.patch(id, hear: hear, audioMuted: audioMuted, videoMuted: videoMuted)
+    }
+
+    /// `PUT …/layout` (`Room.setLayout`).
+    func setLayout(_ layout: LayoutRequest) throws(Room.LayoutRefusal) -> TemplateDescription {
+        defer { carryOut() }
+        return try room.setLayout(layout)
+    }
+
+    /// A participant's transport said something.
+    fileprivate func transport(_ id: String, didEmit event: PeerTransport.Event) {
+        let now = loop.clock.now()
+        switch event {
+        case .iceConnected: room.connected(id)
+        case .secure: room.secure(id, now: now)
+        case .rtp(let bytes): room.receiveRTP(bytes, from: id, now: now)
+        case .rtcp(let bytes): room.receiveRTCP(bytes, from: id, now: now)
+        case .failed(let failure):
+            leave(id, reason: failure == .consentLost ? "consent lost" : "transport failed")
+            return
+        }
+        carryOut()
+    }
+
+    /// Does what the room asked, then arms the timer for its next timeout.
+    private func carryOut() {
+        var sent = false
+        while let output = room.pollOutput() {
+            switch output {
+            case .sendRTP(let id, let bytes):
+                if let peer = peers[id] { sent = port.sendRTP(bytes, to: peer) || sent }
+            case .sendRTCP(let id, let bytes):
+                if let peer = peers[id] { sent = port.sendRTCP(bytes, to: peer) || sent }
+            case .encode(let request):
+                encoder(for: request).submit(.init(picture: request.picture, keyFrame: request.keyFrame))
+            case .stopEncoder(let kind):
+                stopEncoder(kind)
+            case .event(let event):
+                events.publish(event)
+            case .recordingTick(let deadline):
+                for (_, recording) in recordings { recording.recorder.tick(now: deadline) }
+            }
+        }
+        if sent { port.flush() }
+        for failure in room.takeStartFailures() { StartFailures.shared.record(failure.component, failure.error) }
+        if let next = room.nextTimeout { timer.arm(at: next) } else { timer.cancel() }
+    }
+
+    // MARK: Encoders
+
+    /// The encoder thread of the request's kind and generation, started when missing (an older
+    /// generation's thread is stopped). Its frames come back on the loop, tagged with the
+    /// generation, so a stopped encoder's late frames go nowhere.
+    private func encoder(for request: CompositeEncodeRequest) -> VideoEncodeWorker {
+        if let running = encoders[request.kind], running.generation == request.generation { return running.worker }
+        stopEncoder(request.kind)
+        let kind = request.kind, generation = request.generation
+        let target = WeakHostedRoom(self)
+        let loop = self.loop
+        let worker = VideoEncodeWorker(name: "tessera-video-\(kind.rawValue)", configuration: request.configuration,
+                                       scaledTo: request.scaledTo) { frames, _ in
+            loop.execute {
+                guard let hosted = target.room else { return }
+                hosted.room.encoded(frames, kind: kind, generation: generation, now: loop.clock.now())
+                hosted.carryOut()
+            }
+        }
+        encoders[kind] = (generation, worker)
+        return worker
+    }
+
+    private func stopEncoder(_ kind: CompositeEncoding.Kind) {
+        guard let running = encoders.removeValue(forKey: kind) else { return }
+        retiredFramesEncoded[kind, default: 0] += running.worker.statistics.framesEncoded
+        running.worker.stop()
+    }
+
+    /// The main encoder's counters; nil before it encoded a picture.
+    var encodeStatistics: VideoEncodeWorker.Statistics? { encoders[.main]?.worker.statistics }
+    /// Frames the lower encoding encoded in this room.
+    var lowFramesEncoded: Int { (retiredFramesEncoded[.low] ?? 0) + (encoders[.low]?.worker.statistics.framesEncoded ?? 0) }
+
+    // MARK: Recordings
+
+    /// Starts recording the room's composite and whole mix into `path`.
+    func startRecording(id: String, file: String, path: String) throws(RecordingError) {
+        let track = room.startRoomMix()
+        let canvas = room.compositor.resolutionSize
+        let recorder: TrackRecorder
+        do {
+            recorder = try TrackRecorder(path: path, videoTrack: room.compositor.outputTrack, audioTrack: track,
+                                         configuration: .init(width: canvas.width, height: canvas.height, framesPerSecond: room.compositor.fps),
+                                         now: loop.clock.now())
+        } catch {
+            StartFailures.shared.record("recorder", error)  // the caller answers the request with the reason
+            if recordings.isEmpty { room.stopRoomMix() }
+            throw error
+        }
+        recordings[id] = (file, recorder)
+    }
+
+    /// Finishes a recording: the file is complete and playable when this returns; nil when
+    /// there is no such recording.
+    func stopRecording(id: String) throws(RecordingError) -> String? {
+        guard let recording = recordings.removeValue(forKey: id) else { return nil }
+        if recordings.isEmpty { room.stopRoomMix() }
+        try recording.recorder.stop()
+        return recording.file
+    }
+
+    /// Finishes every recording (the room closed, or the host is stopping).
+    func stopAllRecordings() {
+        for id in recordings.keys { _ = try? stopRecording(id: id) }
+    }
+}
+
+/// Takes one participant's transport events from the media port to its room.
+private final class ParticipantLink: PeerEventSink {
+    let id: String
+    weak var room: HostedRoom?
+    init(id: String, room: HostedRoom) {
+        self.id = id
+        self.room = room
+    }
+    func peer(_ peer: MediaPort.PeerID, didEmit event: PeerTransport.Event) {
+        room?.transport(id, didEmit: event)
+    }
+}
+
+/// The room as an encoder thread's callback holds it: weakly (the room holds the thread).
+private final class WeakHostedRoom: @unchecked Sendable {
+    weak var room: HostedRoom?
+    init(_ room: HostedRoom) { self.room = room }
+}
+
+/// Rooms by name. A room is made by its first join and closed when its last participant
+/// leaves. Touched only on the media loop thread.
+final class RoomDirectory {
+    struct Limits {
+        var maxRooms: Int
+        var maxParticipantsPerRoom: Int
+    }
+    enum JoinRefusal {
+        case identityPresent, roomFull, hostFull
+    }
+
+    let limits: Limits
+    private(set) var rooms: [String: HostedRoom] = [:]
+    let configuration: RoomConfiguration
+    let events: RoomEventHub
+
+    init(limits: Limits, video: HostConfig.Video = HostConfig.Video(), faults: Set<HostConfig.Testing.Fault> = [], events: RoomEventHub) {
+        self.limits = limits
+        var configuration = RoomConfiguration()
+        configuration.width = video.width
+        configuration.height = video.height
+        configuration.fps = video.fps
+        configuration.bitrate = video.bitrate
+        configuration.lowWidth = video.lowWidth
+        configuration.lowHeight = video.lowHeight
+        configuration.lowBitrate = video.lowBitrate
+        configuration.returnsOwnVoice = faults.contains(.ownVoiceInMix)
+        configuration.camerasInWrongSlots = faults.contains(.camerasInWrongSlots)
+        self.configuration = configuration
+        self.events = events
+    }
+
+    /// Why `identity` may not join `room` now, or nil when it may.
+    func refusal(room: String, identity: String) -> JoinRefusal? {
+        if let hosted = rooms[room] {
+            if hosted.room.participant(identity: identity) != nil { return .identityPresent }
+            if hosted.participants.count >= limits.maxParticipantsPerRoom { return .roomFull }
+        } else if rooms.count >= limits.maxRooms {
+            return .hostFull
+        }
+        return nil
+    }
+
+    /// The room `name`, opened when it is not.
+    func open(_ name: String, port: MediaPort) -> HostedRoom {
+        if let hosted = rooms[name] { return hosted }
+        let hosted = HostedRoom(name: name, configuration: configuration, port: port, events: events) { [weak self] closed in
+            if self?.rooms[closed.name] === closed { self?.rooms[closed.name] = nil }
+        }
+        rooms[name] = hosted
+        return hosted
+    }
+
+    /// The room of participant `id`, if `room` has it.
+    func hosting(room: String, id: String) -> HostedRoom? {
+        guard let hosted = rooms[room], hosted.room.participant(id: id) != nil else { return nil }
+        return hosted
+    }
+}
