@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(name: "CompositingTests", dependencies: ["Compositing", "Media", "Wire", "WireTesting"]),
         .testTarget(name: "SocketsTests", dependencies: ["Sockets", "Transport", "Wire"]),
         .testTarget(name: "LoadTests", dependencies: ["Load", "Media", "Compositing", "WireTesting"]),
-        .testTarget(name: "ConferenceTests", dependencies: ["Conference", "Media", "RTP", "Wire", "WireTesting", "MediaTesting"]),
+        .testTarget(name: "ConferenceTests", dependencies: ["Conference", "Compositing", "Media", "RTP", "SDP", "Streams", "Transport", "Load", "Wire", "WireTesting", "MediaTesting"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Sockets", "Load", "Compositing", "Conference", "WireTesting", "MediaTesting"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,281 @@
+import Compositing
+import Conference
+import Load
+import Media
+import MediaTesting
+import RTP
+import SDP
+import Streams
+import Transport
+import Wire
+import WireTesting
+
+/// A packet on the in-memory network, as the transport would hand it over after SRTP.
+enum WirePacket {
+    case rtp([UInt8])
+    case rtcp([UInt8])
+}
+
+/// A participant made of the project's own client stack, in memory: its offer is Load's
+/// `ClientOffer`; it sends a tone (Opus) and a picture of its colour (VP8, with a send stream
+/// that answers the host's NACKs with RTX); it plays its mix through an `AudioReceiver` and
+/// decodes the composite with a `VideoReceiver`, asking the host for a key frame (PLI) when its
+/// decoder needs one. Its packets cross a `NetEm` each way.
+final class MemoryPeer {
+    let identity: String
+    let tone: Double
+    let colour: YUVColor
+    let negotiated: NegotiatedSession
+    var id = ""
+    var up: NetEm<WirePacket>
+    var down: NetEm<WirePacket>
+    /// Sends nothing while false (its tone and camera are off).
+    var sends = true
+
+    private let audioSSRC: UInt32
+    private let videoSSRC: UInt32
+    private let opus: OpusEncoder
+    private var audioSequence: UInt16 = 0
+    private var audioTimestamp: UInt32 = 0
+    private var audioFrames = 0
+    private let camera: VP8Encoder
+    private var packetizer: VideoSender
+    private var videoStream: RTPSendStream
+    private let hostAudioSSRC: SSRC?
+    private let hostVideoSSRC: SSRC?
+    private let mix: AudioReceiver
+    private let composite: VideoReceiver
+    private var keyFrameNeeded = false
+    private var lastPLI: Instant?
+    /// When it last decoded a composite picture (or gave up frames).
+    private var lastPicture: Instant?
+    /// What it heard, 20 ms at a time, and when.
+    private(set) var heard: [(at: Instant, samples: [Int16])] = []
+    /// The last composite picture it decoded.
+    private(set) var latest: I420Frame?
+    private(set) var picturesDecoded = 0
+
+    /// Its camera's picture size.
+    static let cameraSize = VideoSize(width: 160, height: 96)
+
+    init(identity: String, tone: Double, colour: YUVColor, index: Int, impairment: NetEm<WirePacket>.Impairment, seed: UInt64,
+         now: Instant) throws {
+        self.identity = identity
+        self.tone = tone
+        self.colour = colour
+        audioSSRC = UInt32(1000 + index * 10)
+        videoSSRC = audioSSRC + 1
+        let rtxSSRC = audioSSRC + 2
+        let offer = ClientOffer(ice: ICECredentials.random(), fingerprint: CertificateFingerprint(algorithm: "sha-256", digest: Array(repeating: 7, count: 32)),
+                                cname: identity, sections: [.opus(mid: "0", ssrc: audioSSRC), .vp8(mid: "1", ssrc: videoSSRC, rtxSSRC: rtxSSRC)])
+        let host = HostParameters(iceUsernameFragment: "host\(index)", icePassword: "hostpasswordhostpassword",
+                                  fingerprintSHA256: Array(repeating: "AB", count: 32).joined(separator: ":"),
+                                  candidateAddresses: [HostCandidateAddress(address: "127.0.0.1", port: 50_000)],
+                                  senders: ["0": HostSender(ssrc: UInt32(5000 + index * 10), cname: "host", streamID: "host", trackID: "mix"),
+                                            "1": HostSender(ssrc: UInt32(5001 + index * 10), cname: "host", streamID: "host", trackID: "composite")],
+                                  sessionID: 1)
+        negotiated = try negotiate(offer: offer.description, host: host)
+        hostAudioSSRC = negotiated.media.first { $0.kind == .audio }?.hostSender.map { SSRC(rawValue: $0.ssrc) }
+        hostVideoSSRC = negotiated.media.first { $0.kind == .video }?.hostSender.map { SSRC(rawValue: $0.ssrc) }
+        let videoPayloadType = PayloadType(rawValue: negotiated.media.first { $0.kind == .video }?.codec.payloadType ?? 96)
+        let rtxPayloadType = negotiated.media.first { $0.kind == .video }?.codec.rtxPayloadType.map { PayloadType(rawValue: $0) }
+        up = NetEm(impairment, seed: seed)
+        down = NetEm(impairment, seed: seed &+ 1)
+        opus = try OpusEncoder(.init(channels: 1))
+        camera = try VP8Encoder(.init(width: Self.cameraSize.width, height: Self.cameraSize.height, framesPerSecond: 15, bitrate: 200_000))
+        guard let packetizer = VideoSender(payloadType: videoPayloadType, ssrc: SSRC(rawValue: videoSSRC)) else {
+            throw HarnessError.setup("no VP8 packetizer")
+        }
+        self.packetizer = packetizer
+        videoStream = RTPSendStream(
+            configuration: .init(ssrc: SSRC(rawValue: videoSSRC), clockRate: 90_000,
+                                 rtx: rtxPayloadType.map { RTXConfiguration(ssrc: SSRC(rawValue: rtxSSRC), payloadType: $0, associatedPayloadType: videoPayloadType) }),
+            clock: NTPClockMapping(instant: now, ntp: NTPTimestamp(rawValue: 0)))
+        mix = try AudioReceiver(channels: 1)
+        composite = try VideoReceiver()
+        composite.onKeyFrameNeeded = { [weak self] in self?.keyFrameNeeded = true }
+    }
+
+    /// 20 ms of its tone, as one Opus RTP packet.
+    func sendAudio(now: Instant) throws {
+        let frame = sends ? toneFrame(tone, frame: audioFrames)
+            : AudioFrame(channels: 1, samples: [Int16](repeating: 0, count: AudioFrame.samplesPer20ms))
+        audioFrames += 1
+        let packet = RTPPacket(marker: audioFrames == 1, payloadType: PayloadType(rawValue: 111), sequenceNumber: audioSequence,
+                               timestamp: audioTimestamp, ssrc: SSRC(rawValue: audioSSRC), payload: try opus.encode(frame)[...])
+        audioSequence &+= 1
+        audioTimestamp &+= UInt32(AudioFrame.samplesPer20ms)
+        up.send(.rtp(try packet.serialized()), now: now)
+    }
+
+    /// One picture of its colour, packetized, each packet remembered for RTX.
+    func sendVideo(now: Instant) throws {
+        guard sends else { return }
+        let picture = I420Frame(width: Self.cameraSize.width, height: Self.cameraSize.height, color: colour, timestamp: now)
+        for frame in try camera.encode(picture) {
+            for packet in packetizer.packetize(frame) {
+                up.send(.rtp(try videoStream.packetSent(packet, now: now)), now: now)
+            }
+        }
+    }
+
+    /// Takes what the network delivers by `now`; answers NACKs with RTX and PLIs with a key
+    /// frame; asks for a key frame of the composite when its decoder needs one (at most every
+    /// 200 ms).
+    func receive(now: Instant) throws {
+        for packet in down.receive(now: now) {
+            switch packet {
+            case .rtcp(let bytes):
+                let packets = try RTCPPacket.parseCompound(bytes)
+                for retransmission in videoStream.receivedRTCP(packets, now: now) { up.send(.rtp(retransmission), now: now) }
+                if packets.contains(where: { if case .pictureLossIndication = $0 { true } else { false } }) { camera.requestKeyFrame() }
+            case .rtp(let bytes):
+                let packet = try RTPPacket.parse(bytes)
+                if packet.ssrc == hostAudioSSRC {
+                    mix.receive(payload: Array(packet.payload), sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, arrival: now)
+                } else if packet.ssrc == hostVideoSSRC {
+                    if lastPicture == nil { lastPicture = now }
+                    for picture in composite.receive(packet, now: now) {
+                        latest = picture
+                        picturesDecoded += 1
+                        lastPicture = now
+                    }
+                }
+            }
+        }
+        // A frame still missing packets after 150 ms is given up (as a browser's jitter buffer
+        // does), so that the frames behind it, or a key frame, can come.
+        if let lastPicture, now - lastPicture >= .milliseconds(150) {
+            for picture in composite.abandonIncompleteFrames(now: now) {
+                latest = picture
+                picturesDecoded += 1
+            }
+            self.lastPicture = now
+        }
+        if keyFrameNeeded, let hostVideoSSRC, lastPLI.map({ now - $0 >= .milliseconds(200) }) ?? true {
+            keyFrameNeeded = false
+            lastPLI = now
+            let pli = try RTCPPacket.serializeCompound([.receiverReport(ReceiverReport(ssrc: SSRC(rawValue: audioSSRC))),
+                                                        .pictureLossIndication(PictureLossIndication(senderSSRC: SSRC(rawValue: audioSSRC), mediaSSRC: hostVideoSSRC))])
+            up.send(.rtcp(pli), now: now)
+        }
+    }
+
+    /// Plays 20 ms of its mix.
+    func play(now: Instant) {
+        heard.append((now, mix.tick(now: now).samples))
+    }
+
+}
+
+enum HarnessError: Error {
+    case setup(String)
+}
+
+/// A `Room` driven in memory on a manual clock: `MemoryPeer`s send and receive through their
+/// `NetEm`s, the room's encode requests are encoded at once with real VP8 encoders, and every
+/// output is carried out as the host's shell would. No socket, no thread, no sleep.
+final class RoomHarness {
+    private(set) var now = Instant.milliseconds(10_000)
+    let room: Room
+    private(set) var peers: [MemoryPeer] = []
+    private(set) var events: [RoomEvent] = []
+    private var encoders: [CompositeEncoding.Kind: (generation: Int, encoder: VP8Encoder, scaledTo: VideoSize?)] = [:]
+    private let impairment: NetEm<WirePacket>.Impairment
+    private let seed: UInt64
+    private var nextAudio: Instant
+    private var nextVideo: Instant
+
+    /// A small canvas, so that a test of seconds of media runs in a fraction of a second.
+    static let canvas = VideoSize(width: 320, height: 192)
+
+    init(impairment: NetEm<WirePacket>.Impairment = .clean(), seed: UInt64 = 1) {
+        var configuration = RoomConfiguration()
+        configuration.width = Self.canvas.width
+        configuration.height = Self.canvas.height
+        configuration.fps = 15
+        configuration.bitrate = 400_000
+        room = Room(name: "memory", configuration: configuration, labels: nil, seed: seed)
+        self.impairment = impairment
+        self.seed = seed
+        nextAudio = now
+        nextVideo = now
+    }
+
+    /// A participant joins; its transport is up at once (the handshake is not what this tests).
+    @discardableResult
+    func join(_ identity: String, tone: Double, colour: YUVColor) throws -> MemoryPeer {
+        let peer = try MemoryPeer(identity: identity, tone: tone, colour: colour, index: peers.count, impairment: impairment,
+                                  seed: seed &+ UInt64(peers.count) &* 97, now: now)
+        peer.id = "p-\(identity)"
+        room.join(id: peer.id, identity: identity, name: nil, negotiated: peer.negotiated, seed: seed &+ UInt64(peers.count), now: now)
+        room.connected(peer.id)
+        room.secure(peer.id, now: now)
+        peers.append(peer)
+        try carryOut()
+        return peer
+    }
+
+    func leave(_ peer: MemoryPeer) throws {
+        room.leave(peer.id, now: now)
+        peers.removeAll { $0 === peer }
+        try carryOut()
+    }
+
+    /// Runs the room and its peers for `duration` of media time, in 5 ms steps.
+    func run(for duration: Duration) throws {
+        let end = now + duration
+        while now < end {
+            now = now + .milliseconds(5)
+            if now >= nextAudio {
+                nextAudio = nextAudio + .milliseconds(20)
+                for peer in peers {
+                    try peer.sendAudio(now: now)
+                    peer.play(now: now)
+                }
+            }
+            if now >= nextVideo {
+                nextVideo = nextVideo + .milliseconds(66)
+                for peer in peers { try peer.sendVideo(now: now) }
+            }
+            for peer in peers {
+                for packet in peer.up.receive(now: now) {
+                    switch packet {
+                    case .rtp(let bytes): room.receiveRTP(bytes, from: peer.id, now: now)
+                    case .rtcp(let bytes): room.receiveRTCP(bytes, from: peer.id, now: now)
+                    }
+                }
+            }
+            if let due = room.nextTimeout, due <= now { room.handleTimeout(now: now) }
+            try carryOut()
+            for peer in peers { try peer.receive(now: now) }
+        }
+    }
+
+    /// Carries out the room's outputs: packets onto the peers' downlinks, pictures through real
+    /// encoders (their frames go straight back), events into `events`.
+    private func carryOut() throws {
+        while let output = room.pollOutput() {
+            switch output {
+            case .sendRTP(let id, let bytes): peer(id)?.down.send(.rtp(bytes), now: now)
+            case .sendRTCP(let id, let bytes): peer(id)?.down.send(.rtcp(bytes), now: now)
+            case .encode(let request):
+                if encoders[request.kind]?.generation != request.generation {
+                    encoders[request.kind] = (request.generation, try VP8Encoder(request.configuration), request.scaledTo)
+                }
+                guard let encoder = encoders[request.kind] else { continue }
+                if request.keyFrame { encoder.encoder.requestKeyFrame() }
+                let picture = encoder.scaledTo.map { request.picture.scaled(width: $0.width, height: $0.height) } ?? request.picture
+                room.encoded(try encoder.encoder.encode(picture), kind: request.kind, generation: request.generation, now: now)
+            case .stopEncoder(let kind):
+                encoders[kind] = nil
+            case .event(let event):
+                events.append(event)
+            case .recordingTick:
+                break
+            }
+        }
+    }
+
+    private func peer(_ id: String) -> MemoryPeer? { peers.first { $0.id == id } }
+}

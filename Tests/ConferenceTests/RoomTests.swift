@@ -1,0 +1,159 @@
+import Compositing
+import Conference
+import Media
+import Testing
+import Wire
+import WireTesting
+
+/// A conference room driven in memory on a manual clock through `NetEm`: what each participant
+/// hears and sees, as a user would judge it. No socket is opened.
+@Suite struct RoomTests {
+    static let red = YUVColor(red: 220, green: 30, blue: 30)
+    static let green = YUVColor(red: 30, green: 200, blue: 30)
+    static let blue = YUVColor(red: 30, green: 30, blue: 220)
+
+    /// Three participants with distinct tones and colours, in joining order a, b, c.
+    private func threeInARoom(_ impairment: NetEm<WirePacket>.Impairment = .clean(), seed: UInt64 = 1) throws
+        -> (RoomHarness, MemoryPeer, MemoryPeer, MemoryPeer)
+    {
+        let harness = RoomHarness(impairment: impairment, seed: seed)
+        let a = try harness.join("a", tone: 440, colour: Self.red)
+        let b = try harness.join("b", tone: 660, colour: Self.green)
+        let c = try harness.join("c", tone: 880, colour: Self.blue)
+        return (harness, a, b, c)
+    }
+
+    /// Which of the room's tones `peer` heard since `start`: each tone's power against the
+    /// strongest. Measured per 20 ms frame and summed, so that the phase jumps of concealed
+    /// packets and jitter buffer adjustments do not cancel a tone out.
+    private func tones(_ peer: MemoryPeer, since start: Instant) -> [Double: Double] {
+        let frames = peer.heard.filter { $0.at >= start }.map(\.samples)
+        let powers = Dictionary(uniqueKeysWithValues: [440.0, 660, 880].map { tone in
+            (tone, frames.reduce(0.0) { $0 + tonePower($1, frequency: tone) })
+        })
+        let strongest = max(powers.values.max() ?? 1, 1e-9)
+        return powers.mapValues { $0 / strongest }
+    }
+
+    /// Hears every tone in `heard` (at least 10 % of the strongest) and none in `silent` (under 3 %,
+    /// the leakage of a 20 ms window from the neighbouring tones).
+    private func expectHears(_ peer: MemoryPeer, since start: Instant, heard: [Double], silent: [Double],
+                             sourceLocation: SourceLocation = #_sourceLocation) {
+        let shares = tones(peer, since: start)
+        for tone in heard {
+            #expect((shares[tone] ?? 0) > 0.1, "\(peer.identity) should hear \(tone) Hz: \(shares)", sourceLocation: sourceLocation)
+        }
+        for tone in silent {
+            #expect((shares[tone] ?? 1) < 0.03, "\(peer.identity) should not hear \(tone) Hz: \(shares)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// The colour around a point (fractions of the picture) of `peer`'s last composite.
+    private func expectSees(_ peer: MemoryPeer, _ points: [(x: Double, y: Double, colour: YUVColor)], tolerance: Int = 24,
+                            sourceLocation: SourceLocation = #_sourceLocation) {
+        guard let picture = peer.latest else {
+            Issue.record("\(peer.identity) decoded no composite", sourceLocation: sourceLocation)
+            return
+        }
+        for point in points {
+            let seen = picture.pixel(x: Int(point.x * Double(picture.width)), y: Int(point.y * Double(picture.height)))
+            #expect(seen.isClose(to: point.colour, tolerance: tolerance),
+                    "\(peer.identity) sees \(seen) at \(point.x),\(point.y), not \(point.colour)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// The centres of a grid of three: two tiles on top, one centred below.
+    static func grid3(_ a: YUVColor, _ b: YUVColor, _ c: YUVColor) -> [(x: Double, y: Double, colour: YUVColor)] {
+        [(x: 0.25, y: 0.25, colour: a), (x: 0.75, y: 0.25, colour: b), (x: 0.5, y: 0.75, colour: c)]
+    }
+
+    @Test func threeParticipantsHearTheOthersNotThemselvesAndSeeTheGrid() throws {
+        let (harness, a, b, c) = try threeInARoom()
+        let start = harness.now + .milliseconds(500)
+        try harness.run(for: .seconds(2))
+        expectHears(a, since: start, heard: [660, 880], silent: [440])
+        expectHears(b, since: start, heard: [440, 880], silent: [660])
+        expectHears(c, since: start, heard: [440, 660], silent: [880])
+        for peer in [a, b, c] { expectSees(peer, Self.grid3(Self.red, Self.green, Self.blue)) }
+        #expect(harness.events.filter { $0.type == .joined }.map(\.identity) == ["a", "b", "c"])
+        #expect(Set(harness.events.filter { $0.type == .trackPublished }.compactMap(\.source)) == ["microphone", "camera"])
+    }
+
+    @Test func aTemplateSwapMovesTheColoursAndALeaverShowsItsPlaceholder() throws {
+        let (harness, a, b, c) = try threeInARoom()
+        try harness.run(for: .seconds(1))
+        let swapped = TemplateDescription(canvas: .init(width: RoomHarness.canvas.width, height: RoomHarness.canvas.height, fps: 15), positions: [
+            .init(participant: "b", rect: NormalizedRect(x: 0, y: 0, width: 0.5, height: 0.5)),
+            .init(participant: "a", rect: NormalizedRect(x: 0.5, y: 0, width: 0.5, height: 0.5)),
+            .init(participant: "c", rect: NormalizedRect(x: 0.25, y: 0.5, width: 0.5, height: 0.5)),
+        ])
+        try harness.room.setLayout(.custom(swapped))
+        try harness.run(for: .seconds(1))
+        for peer in [a, b, c] { expectSees(peer, Self.grid3(Self.green, Self.red, Self.blue)) }
+        #expect(harness.events.contains { $0.type == .layoutChanged })
+        // A template stays as given: the leaver's tile shows its placeholder.
+        try harness.leave(c)
+        try harness.run(for: .seconds(1))
+        for peer in [a, b] { expectSees(peer, Self.grid3(Self.green, Self.red, Room.placeholderColor)) }
+        // Back to the grid preset: the two who are left, side by side.
+        try harness.room.setLayout(.preset(.grid))
+        try harness.run(for: .seconds(1))
+        for peer in [a, b] { expectSees(peer, [(x: 0.25, y: 0.5, colour: Self.red), (x: 0.75, y: 0.5, colour: Self.green)]) }
+    }
+
+    @Test func hearFalseTakesOneVoiceOutOfOneMix() throws {
+        let (harness, a, _, c) = try threeInARoom()
+        try harness.run(for: .milliseconds(500))
+        harness.room.patch(a.id, hear: ["b": false])
+        let start = harness.now + .milliseconds(300)
+        try harness.run(for: .milliseconds(1500))
+        expectHears(a, since: start, heard: [880], silent: [440, 660])
+        expectHears(c, since: start, heard: [440, 660], silent: [880])
+    }
+
+    @Test func aLeaverIsHeardNoMoreAndTheGridCloses() throws {
+        let (harness, a, b, c) = try threeInARoom()
+        try harness.run(for: .seconds(1))
+        try harness.leave(b)
+        let start = harness.now + .milliseconds(300)
+        try harness.run(for: .milliseconds(1500))
+        expectHears(a, since: start, heard: [880], silent: [440, 660])
+        expectHears(c, since: start, heard: [440], silent: [660, 880])
+        for peer in [a, c] { expectSees(peer, [(x: 0.25, y: 0.5, colour: Self.red), (x: 0.75, y: 0.5, colour: Self.blue)]) }
+        let left = harness.events.filter { $0.identity == "b" && ($0.type == .left || $0.type == .trackEnded) }
+        #expect(left.map(\.type) == [.trackEnded, .trackEnded, .left] && left.last?.reason == "left")
+    }
+
+    @Test func aMutedCameraShowsThePlaceholderAndComesBack() throws {
+        let (harness, a, b, _) = try threeInARoom()
+        try harness.run(for: .seconds(1))
+        harness.room.patch(b.id, videoMuted: true)
+        try harness.run(for: .seconds(1))
+        expectSees(a, [(x: 0.75, y: 0.25, colour: Room.placeholderColor), (x: 0.25, y: 0.25, colour: Self.red)])
+        harness.room.patch(b.id, videoMuted: false)
+        try harness.run(for: .seconds(1))
+        expectSees(a, [(x: 0.75, y: 0.25, colour: Self.green)])
+        #expect(harness.events.filter { $0.identity == "b" }.map(\.type).suffix(2) == [.trackMuted, .trackUnmuted])
+    }
+
+    /// The same room over a network that loses 5 % of packets and adds up to 30 ms of jitter
+    /// each way: the host repairs what it receives (NACK, RTX from the peers), the peers conceal
+    /// lost audio and ask for key frames, and each still hears the others and not itself, and
+    /// sees every colour in its slot.
+    @Test func theRoomHoldsAtFivePercentLossWithThirtyMillisecondsOfJitter() throws {
+        let impairment = NetEm<WirePacket>.Impairment(loss: 0.05, delay: .milliseconds(20), jitter: .milliseconds(30))
+        let (harness, a, b, c) = try threeInARoom(impairment, seed: 5)
+        let start = harness.now + .seconds(1)
+        try harness.run(for: .seconds(4))
+        expectHears(a, since: start, heard: [660, 880], silent: [440])
+        expectHears(b, since: start, heard: [440, 880], silent: [660])
+        expectHears(c, since: start, heard: [440, 660], silent: [880])
+        for peer in [a, b, c] {
+            expectSees(peer, Self.grid3(Self.red, Self.green, Self.blue), tolerance: 32)
+            #expect(peer.picturesDecoded > 15, "\(peer.identity) decoded \(peer.picturesDecoded) composite pictures in 4 s")
+        }
+        let nacks = harness.room.participants.reduce(0) { $0 + $1.inbound.nacksSent }
+        #expect(nacks > 0, "the host asked for the packets it lost")
+        #expect(a.up.counters.lost > 0 && a.down.counters.lost > 0)
+    }
+}
