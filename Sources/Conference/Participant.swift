@@ -35,7 +35,7 @@ public final class Participant {
         self.name = name
         self.isViewer = isViewer
         inbound = ParticipantInbound(negotiated: negotiated, identity: identity, seed: seed, now: now)
-        outbound = ParticipantOutbound(negotiated: negotiated, seed: seed &+ 1)
+        outbound = ParticipantOutbound(negotiated: negotiated, seed: seed &+ 1, now: now)
     }
 
     /// Whether it can be sent the composite now.

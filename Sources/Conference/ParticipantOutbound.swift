@@ -13,6 +13,9 @@ public struct ParticipantOutbound {
     private var audioSender: AudioRTPSender?
     /// Where the composite goes: the host SSRC, VP8 payload type and the next sequence number.
     private var videoOut: (ssrc: SSRC, payloadType: PayloadType, sequenceNumber: UInt16)?
+    /// The composite as sent to it, through Streams' send stream: its retransmission history
+    /// answers the participant's NACKs (RFC 4585 §6.2.1) with the packets as it was sent them.
+    private var videoStream: RTPSendStream?
     /// Whether its bandwidth estimate calls for the lower encoding; nil when it gets no video.
     private var bandwidth: LowBandwidthDetector?
     /// The composite encoding it is sent now; the room changes it at a key frame of the other.
@@ -20,7 +23,15 @@ public struct ParticipantOutbound {
     /// Whether a key frame of `wantedVideoEncoding` was asked for its switch (asked once).
     public var videoSwitchRequested = false
 
-    public init(negotiated: NegotiatedSession, seed: UInt64) {
+    /// How much of the composite each receiver's history keeps for NACKs: about a second and a
+    /// half at 1.5 Mbit/s (older packets are past use: the picture has moved on).
+    static let retransmission: RetransmissionBuffer.Configuration = {
+        var configuration = RetransmissionBuffer.Configuration()
+        configuration.capacity = 256
+        return configuration
+    }()
+
+    public init(negotiated: NegotiatedSession, seed: UInt64, now: Instant) {
         var generator = SplitMix64(seed: seed)
         let inbound = InboundSections(negotiated)
         audioSender = inbound.sections.first { !$0.isVideo }.flatMap { section in
@@ -34,7 +45,15 @@ public struct ParticipantOutbound {
             section.hostSender.map { (SSRC(rawValue: $0.ssrc), section.codecPayloadType, UInt16.random(in: 0...UInt16.max, using: &generator)) }
         }
         bandwidth = videoOut.map { LowBandwidthDetector(hostVideo: $0.ssrc) }
+        videoStream = videoOut.map { out in
+            var configuration = RTPSendStream.Configuration(ssrc: out.ssrc, clockRate: 90_000)
+            configuration.retransmission = Self.retransmission
+            return RTPSendStream(configuration: configuration, clock: NTPClockMapping(instant: now, ntp: NTPTimestamp(rawValue: 0)))
+        }
     }
+
+    /// Composite packets sent again because it asked (NACK).
+    public var packetsResent: Int64 { videoStream?.retransmissionBuffer.packetsResent ?? 0 }
 
     /// Whether it is sent a mix.
     public var receivesAudio: Bool { audioSender != nil }
@@ -65,6 +84,7 @@ public struct ParticipantOutbound {
             if let data = try? packet.serialized() {
                 serialized.append(data)
                 bytes += data.count
+                videoStream?.packetSent(bytes: data, timestamp: packet.timestamp, payloadSize: packet.payload.count, now: now)
             }
         }
         videoOut = out
@@ -78,11 +98,13 @@ public struct ParticipantOutbound {
         case fullIntra(sender: SSRC, sequenceNumber: UInt8)
     }
 
-    /// Takes its RTCP about what it is sent: reports and REMB feed the bandwidth estimate; PLI
-    /// and FIR about its host video SSRC are returned for the room's key frame pacer.
-    public mutating func receiveRTCP(_ packets: [RTCPPacket], now: Instant) -> [KeyFrameRequest] {
+    /// Takes its RTCP about what it is sent: reports and REMB feed the bandwidth estimate; NACKs
+    /// about the composite are answered from its history (`retransmissions`); PLI and FIR about
+    /// its host video SSRC are returned for the room's key frame pacer.
+    public mutating func receiveRTCP(_ packets: [RTCPPacket], now: Instant) -> (keyFrameRequests: [KeyFrameRequest], retransmissions: [[UInt8]]) {
         bandwidth?.receive(packets, now: now)
-        guard let out = videoOut else { return [] }
+        guard let out = videoOut else { return ([], []) }
+        let retransmissions = videoStream?.receivedRTCP(packets, now: now) ?? []
         var requests: [KeyFrameRequest] = []
         for packet in packets {
             switch packet {
@@ -96,6 +118,6 @@ public struct ParticipantOutbound {
                 break
             }
         }
-        return requests
+        return (requests, retransmissions)
     }
 }

@@ -304,7 +304,9 @@ public final class Room {
     public func receiveRTCP(_ bytes: [UInt8], from id: String, now: Instant) {
         guard let participant = participant(id: id), let packets = try? RTCPPacket.parseCompound(bytes) else { return }
         participant.inbound.receiveRTCP(packets, now: now)
-        for request in participant.outbound.receiveRTCP(packets, now: now) {
+        let (requests, retransmissions) = participant.outbound.receiveRTCP(packets, now: now)
+        for bytes in retransmissions { emit(.sendRTP(participant: id, bytes: bytes)) }
+        for request in requests {
             let pacer = encoding(participant.outbound.videoEncoding)
             switch request {
             case .pictureLoss(let sender):
@@ -324,6 +326,9 @@ public final class Room {
 
     /// Key frames asked of the main encoder after pacing.
     public var keyFramesRequested: Int64 { main.keyFramesRequested }
+
+    /// Composite packets sent again because a receiver asked (NACK).
+    public var packetsResent: Int64 { participants.reduce(0) { $0 + $1.outbound.packetsResent } }
 
     /// Receivers sent the lower encoding now.
     public var lowReceivers: Int { participants.filter { $0.receivesVideoNow && $0.outbound.videoEncoding == .low }.count }

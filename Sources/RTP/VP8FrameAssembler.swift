@@ -209,6 +209,12 @@ public struct VP8FrameAssembler: Sendable {
             needsKeyFrame = true
             self.delivered = start - 1
         }
+        // Nothing came out yet and delta frames wait for the stream's first key frame: it was lost
+        // (or the stream was joined mid-way). Waiting longer cannot help; they are given up and
+        // `needsKeyFrame` asks for a new one.
+        if delivered == nil, let head = frames.first, !head.isKeyFrame {
+            while let head = frames.first, !head.isKeyFrame { dropHead(asLost: true) }
+        }
         deliverReadyFrames()
     }
 

@@ -19,8 +19,9 @@ enum WirePacket {
 /// A participant made of the project's own client stack, in memory: its offer is Load's
 /// `ClientOffer`; it sends a tone (Opus) and a picture of its colour (VP8, with a send stream
 /// that answers the host's NACKs with RTX); it plays its mix through an `AudioReceiver` and
-/// decodes the composite with a `VideoReceiver`, asking the host for a key frame (PLI) when its
-/// decoder needs one. Its packets cross a `NetEm` each way.
+/// decodes the composite with a `VideoReceiver`, repaired as a browser does (`PeerReceiver`:
+/// NACK, PLI when its decoder needs a key frame, receiver reports). Its packets cross a `NetEm`
+/// each way.
 final class MemoryPeer {
     let identity: String
     let tone: Double
@@ -45,8 +46,9 @@ final class MemoryPeer {
     private let hostVideoSSRC: SSRC?
     private let mix: AudioReceiver
     private let composite: VideoReceiver
+    /// Receive repair of the composite, as a browser does it: NACK, PLI, receiver reports.
+    private var feedback: PeerReceiver
     private var keyFrameNeeded = false
-    private var lastPLI: Instant?
     /// When it last decoded a composite picture (or gave up frames).
     private var lastPicture: Instant?
     /// What it heard, 20 ms at a time, and when.
@@ -93,6 +95,10 @@ final class MemoryPeer {
             clock: NTPClockMapping(instant: now, ntp: NTPTimestamp(rawValue: 0)))
         mix = try AudioReceiver(channels: 1)
         composite = try VideoReceiver()
+        feedback = PeerReceiver(localSSRC: SSRC(rawValue: audioSSRC), cname: identity, reducedSize: true, seed: seed, now: now)
+        if let hostVideoSSRC {
+            feedback.add(PeerReceiver.Source(mediaSSRC: hostVideoSSRC, clockRate: 90_000, isVideo: true, nack: true))
+        }
         composite.onKeyFrameNeeded = { [weak self] in self?.keyFrameNeeded = true }
     }
 
@@ -133,13 +139,15 @@ final class MemoryPeer {
                 let packet = try RTPPacket.parse(bytes)
                 if packet.ssrc == hostAudioSSRC {
                     mix.receive(payload: Array(packet.payload), sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, arrival: now)
-                } else if packet.ssrc == hostVideoSSRC {
+                } else if packet.ssrc == hostVideoSSRC, case .media(let media) = feedback.receive(packet, now: now) {
                     if lastPicture == nil { lastPicture = now }
-                    for picture in composite.receive(packet, now: now) {
+                    let wasWaiting = composite.isWaitingForKeyFrame
+                    for picture in composite.receive(media, now: now) {
                         latest = picture
                         picturesDecoded += 1
                         lastPicture = now
                     }
+                    if wasWaiting, !composite.isWaitingForKeyFrame, let hostVideoSSRC { feedback.keyFrameReceived(ssrc: hostVideoSSRC) }
                 }
             }
         }
@@ -152,13 +160,11 @@ final class MemoryPeer {
             }
             self.lastPicture = now
         }
-        if keyFrameNeeded, let hostVideoSSRC, lastPLI.map({ now - $0 >= .milliseconds(200) }) ?? true {
+        if keyFrameNeeded, let hostVideoSSRC {
             keyFrameNeeded = false
-            lastPLI = now
-            let pli = try RTCPPacket.serializeCompound([.receiverReport(ReceiverReport(ssrc: SSRC(rawValue: audioSSRC))),
-                                                        .pictureLossIndication(PictureLossIndication(senderSSRC: SSRC(rawValue: audioSSRC), mediaSSRC: hostVideoSSRC))])
-            up.send(.rtcp(pli), now: now)
+            feedback.requestKeyFrame(ssrc: hostVideoSSRC, now: now)
         }
+        for compound in feedback.pollRTCP(now: now) { up.send(.rtcp(compound), now: now) }
     }
 
     /// Plays 20 ms of its mix.

@@ -174,6 +174,31 @@ import WireTesting
         #expect(receiver.isWaitingForKeyFrame)
     }
 
+    /// The first key frame is lost whole: the delta frames behind it can never decode. Once
+    /// abandoned they are given up and a key frame is asked for, and the next one shows.
+    @Test func aLostFirstKeyFrameIsAskedForAgainAndTheNextOneShows() throws {
+        let encoder = try Self.encoder()
+        var sender = try Self.sender()
+        let frames = try (0..<30).map { index in
+            if index == 15 { encoder.requestKeyFrame() }  // the answer to the request
+            return try encoder.encode(Self.picture(index)).flatMap { sender.packetize($0) }
+        }
+        var requests = 0
+        let receiver = try VideoReceiver()
+        receiver.onKeyFrameNeeded = { requests += 1 }
+        var shown: [Int] = []
+        for (index, packets) in frames.enumerated() where index > 0 {
+            for packet in packets { shown += receiver.receive(packet, now: Self.time(index)).map { _ in index } }
+            if index == 4 {
+                #expect(requests == 0 && shown.isEmpty)  // the key frame may still be on the way
+                _ = receiver.abandonIncompleteFrames(now: Self.time(index) + .milliseconds(150))
+                #expect(requests == 1, "the stall asks for a key frame")
+            }
+        }
+        #expect(shown.first == 15, "the next key frame shows: \(shown)")
+        #expect(shown == Array(15..<30))
+    }
+
     @Test func hostilePayloadsNeverTrapAndACleanKeyFrameStillDecodes() throws {
         let frames = try Self.stream(frames: 30)
         let packets = frames.flatMap { $0 }
