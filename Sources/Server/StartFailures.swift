@@ -21,6 +21,9 @@ final class StartFailures: Sendable {
         if first { FileHandle.standardError.write(Data("tessera: \(component) failed to start: \(error)\n".utf8)) }
     }
 
+    /// The components whose failures are counted.
+    static let components = ["opus-decoder", "opus-encoder", "vp8-decoder", "vp8-encoder", "text-renderer", "recorder"]
+
     /// Failures so far, by component.
     var snapshot: [String: Int] { counts.withLock { $0 } }
 }

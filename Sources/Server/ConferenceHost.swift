@@ -1,0 +1,45 @@
+import Compositing
+import Conference
+import Foundation
+import SDP
+import Sockets
+import Transport
+import Wire
+
+/// A running `tessera serve`: the HTTP API and the media port.
+public final class ConferenceHost: Sendable {
+    public let config: HostConfig
+    public let http: HTTPServer
+    public let media: MediaHost
+    private let api: HostAPI
+
+    public init(config: HostConfig) throws {
+        self.config = config
+        media = try MediaHost(listen: TransportAddress(parsing: config.media.listen), announce: config.media.announce)
+        if !config.testing.faults.isEmpty {
+            FileHandle.standardError.write(Data("tessera: WARNING: deliberate faults for tests are on: \(config.testing.faults.map(\.rawValue).sorted())\n".utf8))
+        }
+        let api = HostAPI(media: media, limits: config.limits, secret: config.auth.secret, video: config.video,
+                          recordingsFolder: config.recordings.folder, faults: config.testing.faults)
+        self.api = api
+        let listen = try TransportAddress(parsing: config.http.listen)
+        do {
+            http = try HTTPServer(listen: listen, maxBodyBytes: config.http.maxBodyBytes,
+                                  connectionLimit: config.http.connectionLimit) { api.handle($0) }
+        } catch {
+            media.stop()
+            throw error
+        }
+    }
+
+    /// The line `tessera serve` prints once it accepts requests.
+    public var readyLine: String { "tessera: listening on http://\(http.address)" }
+
+    /// Ends the event streams, stops taking requests, then stops the media loop.
+    public func stop() {
+        api.events.closeAll()
+        http.stop()
+        api.finishRecordings()
+        media.stop()
+    }
+}

@@ -1,0 +1,85 @@
+import Conference
+import Foundation
+import Sockets
+import Wire
+
+/// `GET /metrics`.
+extension HostAPI {
+    /// Prometheus text format (version 0.0.4): a snapshot taken on the media loop.
+    func metrics() -> HTTPResponse {
+        let media = self.media, rooms = self.rooms, echoes = self.echoes
+        return onLoop { () -> Result<MetricsSnapshot, HTTPResponseError> in
+            guard let port = media.port else { return .failure(HTTPResponseError(503, "host stopping", "the host is shutting down")) }
+            return .success(MetricsSnapshot(rooms: Array(rooms.value.rooms.values), echoSessions: echoes.value.count, port: port))
+        }
+        .response { snapshot in .text(200, snapshot.prometheusText, contentType: "text/plain; version=0.0.4") }
+    }
+}
+
+/// One metric in Prometheus's text format: its samples by label set.
+struct PrometheusMetric: Sendable {
+    enum Kind: String, Sendable { case counter, gauge }
+    let name: String
+    let kind: Kind
+    let help: String
+    let samples: [(labels: String, value: String)]
+
+    init(_ name: String, _ kind: Kind, _ help: String, _ samples: [(labels: String, value: String)]) {
+        self.name = name
+        self.kind = kind
+        self.help = help
+        self.samples = samples
+    }
+}
+
+/// What the host has counted, read on the media loop at one moment.
+struct MetricsSnapshot: Sendable {
+    let metrics: [PrometheusMetric]
+
+    init(rooms hosted: [HostedRoom], echoSessions: Int, port: MediaPort) {
+        let counters = port.counters
+        let everyone = hosted.flatMap(\.participants).map(\.inbound)
+        let cameras = everyone.compactMap(\.cameraStatistics)
+        let encoding = hosted.compactMap(\.encodeStatistics)
+        let failures = StartFailures.shared.snapshot
+        metrics = [
+            PrometheusMetric("process_cpu_seconds_total", .counter, "User and system CPU time the host process has used.", [("", "\(ProcessCPU.seconds())")]),
+            PrometheusMetric("tessera_packets_lost", .gauge, "Packets participants sent that did not arrive (open rooms, RFC 3550 A.3).", [("", "\(everyone.reduce(Int64(0)) { $0 + $1.packetsLost })")]),
+            PrometheusMetric("tessera_feedback_sent", .gauge, "RTCP feedback the host sent participants of the open rooms.", [("type=\"nack\"", "\(everyone.reduce(0) { $0 + $1.nacksSent })"), ("type=\"pli\"", "\(everyone.reduce(0) { $0 + $1.keyFrameRequestsSent })")]),
+            PrometheusMetric("tessera_packets_resent", .gauge, "Composite packets the open rooms sent again because a receiver asked (NACK, RFC 4585).", [("", "\(hosted.reduce(Int64(0)) { $0 + $1.room.packetsResent })")]),
+            PrometheusMetric("tessera_audio_silent_packets_skipped", .gauge, "Audio packets of the open rooms' participants played as silence without decoding (their RFC 6464 level said silence).", [("", "\(everyone.reduce(0) { $0 + $1.silentAudioPacketsSkipped })")]),
+            PrometheusMetric("tessera_camera_frames", .gauge, "Camera frames of the open rooms' participants: decoded, or dropped (lost, refused by the decoder, or waiting for a key frame).", [("result=\"decoded\"", "\(cameras.reduce(0) { $0 + $1.framesDecoded })"), ("result=\"dropped\"", "\(cameras.reduce(0) { $0 + $1.framesLost + $1.framesDroppedWaitingForKeyFrame + $1.decodeErrors })")]),
+            PrometheusMetric("tessera_video_decode_seconds", .gauge, "Time spent decoding the open rooms' cameras.", [("", "\(everyone.reduce(0.0) { $0 + $1.decodeTime.seconds })")]),
+            PrometheusMetric("tessera_video_frames_composed", .gauge, "Composite pictures drawn in the open rooms.", [("", "\(hosted.reduce(0) { $0 + $1.room.framesComposed })")]),
+            PrometheusMetric("tessera_video_compose_seconds", .gauge, "Time spent drawing them (per frame: divide by frames composed).", [("", "\(hosted.reduce(0.0) { $0 + $1.room.composeTime.seconds })")]),
+            PrometheusMetric("tessera_tick_late", .gauge, "Media ticks that came over their lateness bound and restarted their schedule.", [("media=\"audio\"", "\(hosted.reduce(0) { $0 + $1.room.audioScheduleResets })"), ("media=\"video\"", "\(hosted.reduce(0) { $0 + $1.room.videoScheduleResets })")]),
+            PrometheusMetric("tessera_rooms", .gauge, "Rooms with at least one participant.", [("", "\(hosted.count)")]),
+            PrometheusMetric("tessera_participants", .gauge, "Participants in all rooms.", [("", "\(hosted.reduce(0) { $0 + $1.participants.count })")]),
+            PrometheusMetric("tessera_audio_encoders", .gauge, "Opus encoders running for rooms' mixes (one per distinct mix).", [("", "\(hosted.reduce(0) { $0 + $1.room.mixer.encodersRunning })")]),
+            PrometheusMetric("tessera_video_frames_encoded", .gauge, "Composite frames encoded by the open rooms' encoder threads.", [("", "\(encoding.reduce(0) { $0 + $1.framesEncoded })")]),
+            PrometheusMetric("tessera_video_pictures_dropped", .gauge, "Composite pictures the open rooms' encoder threads had no time for.", [("", "\(encoding.reduce(0) { $0 + $1.picturesDropped })")]),
+            PrometheusMetric("tessera_video_encode_seconds", .gauge, "Time the open rooms' encoder threads spent encoding.", [("", "\(encoding.reduce(0.0) { $0 + $1.totalEncodeTime.seconds })")]),
+            PrometheusMetric("tessera_video_low_receivers", .gauge, "Receivers sent the lower composite encoding (their bandwidth estimate is low).", [("", "\(hosted.reduce(0) { $0 + $1.room.lowReceivers })")]),
+            PrometheusMetric("tessera_video_low_frames_encoded", .gauge, "Composite frames the open rooms' lower encodings encoded.", [("", "\(hosted.reduce(0) { $0 + $1.lowFramesEncoded })")]),
+            PrometheusMetric("tessera_echo_sessions", .gauge, "Sessions of POST /v1/echo.", [("", "\(echoSessions)")]),
+            PrometheusMetric("tessera_peers", .gauge, "Transports on the media port.", [("", "\(port.peerCount)")]),
+            PrometheusMetric("tessera_datagrams_total", .counter, "UDP datagrams on the media port.", [("direction=\"in\"", "\(counters.datagramsIn)"), ("direction=\"out\"", "\(counters.datagramsOut)")]),
+            PrometheusMetric("tessera_bytes_total", .counter, "UDP payload bytes on the media port.", [("direction=\"in\"", "\(counters.bytesIn)"), ("direction=\"out\"", "\(counters.bytesOut)")]),
+            PrometheusMetric("tessera_datagrams_unroutable_total", .counter, "Datagrams from unknown addresses that named no peer.", [("", "\(counters.unroutable)")]),
+            PrometheusMetric("tessera_start_failures_total", .counter, "Codecs, renderers and recorders that failed to start (each kind logged once with its reason).", StartFailures.components.map { ("component=\"\($0)\"", "\(failures[$0] ?? 0)") }),
+        ]
+    }
+
+    /// The text `GET /metrics` answers: HELP and TYPE, then the samples, for each metric.
+    var prometheusText: String {
+        var lines: [String] = []
+        for metric in metrics {
+            lines.append("# HELP \(metric.name) \(metric.help)")
+            lines.append("# TYPE \(metric.name) \(metric.kind.rawValue)")
+            for sample in metric.samples {
+                lines.append(sample.labels.isEmpty ? "\(metric.name) \(sample.value)" : "\(metric.name){\(sample.labels)} \(sample.value)")
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,126 @@
+import Compositing
+import Conference
+import Foundation
+import SDP
+import Sockets
+import Transport
+import Wire
+
+/// `POST …/participants` (and `…/viewers`, the same join without a tile), `PATCH` and `DELETE`
+/// of a participant.
+extension HostAPI {
+    /// The contract's join: an SDP offer in, the answer out. What the participant sends is
+    /// received on its transport; it is sent its mix on the audio m-line and the composite on the
+    /// first video m-line.
+    /// A join as a viewer (WHEP-style, receive only): the composite and the whole room's mix,
+    /// no tile, no place in the participant list. The room must exist.
+    func joinAsViewer(room: String, _ request: HTTPRequest) -> HTTPResponse {
+        join(room: room, request, viewer: true)
+    }
+
+    func join(room: String, _ request: HTTPRequest, viewer: Bool = false) -> HTTPResponse {
+        guard Self.isValidName(room) else { return .error(400, "bad room name", detail: "use 1 to 64 of A-Z a-z 0-9 - _ .") }
+        let given = viewer ? "viewer-" + UUID().uuidString.prefix(8).lowercased() : request.query["identity"]
+        guard let identity = given, Self.isValidName(identity) else {
+            return .error(400, "bad identity", detail: "give ?identity= with 1 to 64 of A-Z a-z 0-9 - _ .")
+        }
+        let name = viewer ? nil : request.query["name"].map { String($0.prefix(128)) }
+        guard request.contentType == "application/sdp" else {
+            return .error(415, "wrong content type", detail: "send the SDP offer as application/sdp")
+        }
+        // The first audio and the first video section carry the mix and the composite back.
+        var sendingKinds: Set<String> = []
+        let accepted: AcceptedOffer
+        do {
+            accepted = try AcceptedOffer(offer: request.body, host: media, feedback: AcceptedOffer.feedback) { kind in
+                sendingKinds.insert(kind.name).inserted && (kind == .audio || kind == .video)
+            }
+        } catch {
+            return error.response
+        }
+        let media = self.media, rooms = self.rooms
+        return onLoop { () -> Result<String, HTTPResponseError> in
+            guard let port = media.port else { return .failure(HTTPResponseError(503, "host stopping", "the host is shutting down")) }
+            if viewer, rooms.value.rooms[room] == nil { return .failure(HTTPResponseError(404, "not found", "no room \(room)")) }
+            if let refusal = rooms.value.refusal(room: room, identity: identity) {
+                switch refusal {
+                case .identityPresent: return .failure(HTTPResponseError(409, "identity present", "\(identity) is already in \(room)"))
+                case .roomFull: return .failure(HTTPResponseError(503, "room full", "\(room) has its limit of participants"))
+                case .hostFull: return .failure(HTTPResponseError(503, "host full", "the host has its limit of rooms"))
+                }
+            }
+            let transport: PeerTransport
+            do { transport = try accepted.makeTransport(host: media, now: media.loop.clock.now()) } catch {
+                return .failure(HTTPResponseError(500, "transport", "\(error)"))
+            }
+            let participant = rooms.value.open(room, port: port)
+                .join(identity: identity, name: name, negotiated: accepted.negotiated, transport: transport,
+                      localUfrag: accepted.localICE.ufrag, isViewer: viewer)
+            return .success(participant.id)
+        }
+        .response { id in
+            HTTPResponse(status: 201, headers: [("Content-Type", "application/sdp"),
+                                                ("Location", "/v1/rooms/\(room)/\(viewer ? "viewers" : "participants")/\(id)")],
+                         body: accepted.negotiated.answer.serializedBytes())
+        }
+    }
+
+    /// Trickled candidates are accepted and need nothing: the host is ICE-lite and learns the
+    /// peer's address from its checks (RFC 8838 §4, RFC 8445 §2.5).
+    func patchParticipant(room: String, id: String, _ request: HTTPRequest) -> HTTPResponse {
+        guard participantExists(room: room, id: id) else {
+            return .error(404, "not found", detail: "no participant \(id) in room \(room)")
+        }
+        switch request.contentType {
+        case "application/trickle-ice-sdpfrag":
+            return HTTPResponse(status: 204)
+        case "application/json":
+            return applyHearAndMuted(room: room, id: id, request.body)
+        default:
+            return .error(415, "wrong content type", detail: "send application/trickle-ice-sdpfrag or application/json")
+        }
+    }
+
+    /// The contract's JSON PATCH: `{"hear": {"bob": false}, "muted": {"audio": true}}`. `hear`
+    /// changes only this participant's mix; `muted` takes its voice out of every mix (or its
+    /// picture off every tile). Answers the participant as it now is.
+    func applyHearAndMuted(room: String, id: String, _ body: [UInt8]) -> HTTPResponse {
+        struct Patch: Decodable {
+            struct Muted: Decodable { var audio: Bool?; var video: Bool? }
+            var hear: [String: Bool]?
+            var muted: Muted?
+        }
+        let patch: Patch
+        do {
+            patch = try StrictJSON.decode(Patch.self, from: body, shape: .object(["hear": .dictionary(.boolean), "muted": .object(["audio": .boolean, "video": .boolean])]))
+        } catch {
+            return .error(400, "bad JSON", detail: "\(error); expected {\"hear\": {\"ID\": false}, \"muted\": {\"audio\": true}}")
+        }
+        for identity in (patch.hear ?? [:]).keys where !Self.isValidName(identity) {
+            return .error(400, "bad identity", detail: "hear names \(identity.prefix(64)), not an identity")
+        }
+        let rooms = self.rooms
+        let summary = try? media.runOnLoop { () -> ParticipantSummary? in
+            guard let hosted = rooms.value.hosting(room: room, id: id) else { return nil }
+            let participant = hosted.patch(id, hear: patch.hear ?? [:], audioMuted: patch.muted?.audio, videoMuted: patch.muted?.video)
+            return participant?.summary
+        }
+        guard let summary = summary ?? nil else { return .error(404, "not found", detail: "no participant \(id) in room \(room)") }
+        return .json(200, summary)
+    }
+
+    func participantExists(room: String, id: String) -> Bool {
+        let rooms = self.rooms
+        return (try? media.runOnLoop { rooms.value.hosting(room: room, id: id) != nil }) ?? false
+    }
+
+    func leave(room: String, id: String) -> HTTPResponse {
+        let rooms = self.rooms
+        let found = (try? media.runOnLoop { () -> Bool in
+            guard let hosted = rooms.value.hosting(room: room, id: id) else { return false }
+            hosted.leave(id)
+            return true
+        }) ?? false
+        return found ? HTTPResponse(status: 204) : .error(404, "not found", detail: "no participant \(id) in room \(room)")
+    }
+}
