@@ -99,16 +99,21 @@ public final class Room {
     /// When `handleTimeout` next has work: the next audio or video tick, or RTCP due.
     public var nextTimeout: Instant? {
         var next = audioTicks.next
-        if let video = videoTicks.next, video < (next ?? video + .seconds(1)) { next = video }
-        for participant in participants {
-            if let due = participant.rtcpDue, due < (next ?? due + .seconds(1)) { next = due }
+        for candidate in [videoTicks.next, soonestRTCP] {
+            if let candidate, candidate < (next ?? candidate + .seconds(1)) { next = candidate }
         }
         return next
     }
 
+    /// No later than the earliest participant's RTCP deadline (kept as deadlines are set, so a
+    /// packet costs no walk over the room; recomputed exactly at each timeout).
+    private var soonestRTCP: Instant?
+
     public var isEmpty: Bool { participants.isEmpty }
 
-    public func participant(id: String) -> Participant? { participants.first { $0.id == id } }
+    public func participant(id: String) -> Participant? { byID[id] }
+    /// The participants by id, for the per-packet lookup.
+    private var byID: [String: Participant] = [:]
     public func participant(identity: String) -> Participant? { participants.first { $0.identity == identity } }
 
     // MARK: Joins and leaves
@@ -127,6 +132,7 @@ public final class Room {
         let participant = Participant(id: id, identity: identity, name: name, isViewer: isViewer, negotiated: negotiated,
                                       seed: seed, now: now)
         participants.append(participant)
+        byID[id] = participant
         for (component, error) in participant.inbound.startFailures { startFailures.append((component, error)) }
         mixer.add(id, receiver: participant.inbound.audioReceiver, listens: participant.outbound.receivesAudio)
         refreshHearing()
@@ -157,6 +163,7 @@ public final class Room {
     public func leave(_ id: String, reason: String = "left", now: Instant) {
         guard let index = participants.firstIndex(where: { $0.id == id }) else { return }
         let participant = participants.remove(at: index)
+        byID[id] = nil
         participant.state = .left
         participant.inbound.end()
         for source in participant.inbound.publishedSources {
@@ -338,6 +345,7 @@ public final class Room {
         guard participant.state == .secure else { return }
         for compound in participant.inbound.pollRTCP(now: now) { emit(.sendRTCP(participant: participant.id, bytes: compound)) }
         participant.rtcpDue = participant.inbound.nextTimeout
+        if let due = participant.rtcpDue, due < (soonestRTCP ?? due + .seconds(1)) { soonestRTCP = due }
     }
 
     // MARK: Time
@@ -346,8 +354,12 @@ public final class Room {
     public func handleTimeout(now: Instant) {
         if let deadline = audioTicks.due(now: now, interval: Self.audioInterval) { audioTick(deadline: deadline) }
         if let deadline = videoTicks.due(now: now, interval: compositor.tickInterval) { videoTick(deadline: deadline, now: now) }
-        for participant in participants {
-            if let due = participant.rtcpDue, due <= now { serviceRTCP(participant, now: now) }
+        if let soonest = soonestRTCP, soonest <= now {
+            soonestRTCP = nil
+            for participant in participants {
+                if let due = participant.rtcpDue, due <= now { serviceRTCP(participant, now: now) }
+                if let due = participant.rtcpDue, due < (soonestRTCP ?? due + .seconds(1)) { soonestRTCP = due }
+            }
         }
     }
 
