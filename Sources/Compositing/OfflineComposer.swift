@@ -130,7 +130,7 @@ public final class OfflineComposer {
             clock.set(now)
             if realtime {
                 let ahead = (now - start) - (wallClock.now - began)
-                if ahead > .zero { Thread.sleep(forTimeInterval: Double(ahead.nanosecondsClamped) / 1e9) }
+                if ahead > .zero { Thread.sleep(forTimeInterval: ahead.seconds) }
             }
             // Feed every packet due by now into its track, timed by the file's clock.
             var anyLeft = false

@@ -69,7 +69,7 @@ public struct LowBandwidthDetector {
             sentWindow = (window.start, window.bytes + bytes)
             return
         }
-        sentBitsPerSecond = Int(Double(window.bytes * 8) / (Double(elapsed.nanosecondsClamped) / 1e9))
+        sentBitsPerSecond = Int(Double(window.bytes * 8) / (elapsed.seconds))
         sentWindow = (now, bytes)
     }
 

@@ -76,8 +76,16 @@ final class LoadParticipant {
     private var receiver: PeerReceiver?
     private var hostAudio: SSRC?
     private var hostVideo: SSRC?
-    private var timer: EventLoop.TimerToken?
-    private var timerDeadline: Instant?
+    /// When its transport or receive side next needs the time.
+    private lazy var timer: DeadlineTimer = {
+        let timer = DeadlineTimer(loop: loop)
+        timer.action = { [unowned self] _ in
+            let now = self.now
+            self.transport?.handleTimeout(now: now)
+            self.service(now: now)
+        }
+        return timer
+    }()
     private var postedAt: Instant?
     private var connectedAt: Instant?
     /// The stream of mix packets so far (its last two), decoded in `model.mixDecoding`.
@@ -239,13 +247,11 @@ final class LoadParticipant {
         }
         collectStatistics()
         if let socket, transport != nil { loop.unwatch(fd: socket.fd) }
-        if let timer { loop.cancel(timer) }
+        timer.cancel()
         socket = nil
         transport = nil
         answer = nil
         receiver = nil
-        timer = nil
-        timerDeadline = nil
         connectedAt = nil
         videoReceiver = nil
         mixStream = nil
@@ -318,16 +324,7 @@ final class LoadParticipant {
         var due = transport.nextTimeout(now: now)
         if let reportDue = receiver?.nextTimeout { due = due.map { min($0, reportDue) } ?? reportDue }
         guard let due else { return }
-        if let timerDeadline, timerDeadline <= due, timer != nil { return }
-        if let timer { loop.cancel(timer) }
-        timerDeadline = due
-        timer = loop.schedule(at: due) { [unowned self] in
-            timer = nil
-            timerDeadline = nil
-            let now = self.now
-            self.transport?.handleTimeout(now: now)
-            service(now: now)
-        }
+        timer.arm(at: due)
     }
 
     private func flush() {

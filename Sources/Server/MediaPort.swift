@@ -32,8 +32,8 @@ public final class MediaPort {
         let ufrag: String
         weak var sink: PeerEventSink?
         var addresses: Set<TransportAddress> = []
-        var timer: EventLoop.TimerToken?
-        var timerDeadline: Instant?
+        /// When its transport next needs the time.
+        let timer: DeadlineTimer
     }
 
     public let loop: EventLoop
@@ -58,7 +58,14 @@ public final class MediaPort {
     public func add(_ transport: PeerTransport, localUfrag: String, sink: PeerEventSink) -> PeerID {
         nextID += 1
         let id = PeerID(value: nextID)
-        peers[id] = Peer(transport: transport, ufrag: localUfrag, sink: sink)
+        let timer = DeadlineTimer(loop: loop)
+        timer.action = { [weak self] now in
+            guard let self, self.peers[id] != nil else { return }
+            transport.handleTimeout(now: now)
+            self.service(id, now: now)
+            self.flush()
+        }
+        peers[id] = Peer(transport: transport, ufrag: localUfrag, sink: sink, timer: timer)
         byUfrag[localUfrag] = id
         service(id, now: loop.clock.now())
         return id
@@ -69,7 +76,7 @@ public final class MediaPort {
         guard let peer = peers.removeValue(forKey: id) else { return }
         if byUfrag[peer.ufrag] == id { byUfrag[peer.ufrag] = nil }
         for address in peer.addresses where byAddress[address] == id { byAddress[address] = nil }
-        if let timer = peer.timer { loop.cancel(timer) }
+        peer.timer.cancel()
     }
 
     public func transport(_ id: PeerID) -> PeerTransport? { peers[id]?.transport }
@@ -150,18 +157,7 @@ public final class MediaPort {
             guard peers[id] != nil else { return }  // the sink removed it
         }
         guard let deadline = transport.nextTimeout(now: now) else { return }
-        if let current = peers[id]?.timerDeadline, current <= deadline, current > now { return }
-        if let timer = peers[id]?.timer { loop.cancel(timer) }
-        peers[id]?.timerDeadline = deadline
-        peers[id]?.timer = loop.schedule(at: deadline) { [weak self] in
-            guard let self, self.peers[id] != nil else { return }
-            self.peers[id]?.timer = nil
-            self.peers[id]?.timerDeadline = nil
-            let now = self.loop.clock.now()
-            transport.handleTimeout(now: now)
-            self.service(id, now: now)
-            self.flush()
-        }
+        peer.timer.arm(at: deadline)
     }
 
     private func drainTransmits(of transport: PeerTransport) {

@@ -84,7 +84,7 @@ public struct RTCPScheduler: Sendable {
 
     /// RFC 3550 A.7 `rtcp_interval` without the compensation factor.
     private mutating func interval(initial: Bool) -> Duration {
-        let minimum = Double(configuration.minimumInterval.nanosecondsClamped) / 1e9 / (initial ? 2 : 1)
+        let minimum = configuration.minimumInterval.seconds / (initial ? 2 : 1)
         var bandwidth = Double(max(1, configuration.sessionBandwidth)) * configuration.rtcpFraction / 8
         var n = Double(max(1, members))
         let senderCount = Double(max(0, min(senders, members)))

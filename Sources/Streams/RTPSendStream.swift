@@ -95,7 +95,7 @@ public struct RTPSendStream: Sendable {
     /// The RTP timestamp at `now`: the last packet's, advanced at the clock rate since its capture.
     public func rtpTimestamp(at now: Instant) -> UInt32 {
         guard let lastCaptureTime else { return lastRTPTimestamp }
-        let elapsed = Double((now - lastCaptureTime).nanosecondsClamped) / 1e9
+        let elapsed = (now - lastCaptureTime).seconds
         let ticks = Int64((elapsed * Double(configuration.clockRate)).rounded())
         return lastRTPTimestamp &+ UInt32(truncatingIfNeeded: ticks)
     }

@@ -211,7 +211,7 @@ public struct RetransmissionBuffer: Sendable {
     private mutating func refillTokens(now: Instant) {
         let rate = Double(max(0, configuration.maxBytesPerSecond))
         if let last = tokensUpdatedAt, now > last {
-            let seconds = Double((now - last).nanosecondsClamped) / 1e9
+            let seconds = (now - last).seconds
             tokens = min(rate, tokens + rate * seconds)
         }
         if tokensUpdatedAt.map({ now > $0 }) ?? true { tokensUpdatedAt = now }

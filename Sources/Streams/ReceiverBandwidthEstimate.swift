@@ -165,7 +165,7 @@ public struct ReceiverBandwidthEstimate: Sendable {
         if let start = ackWindowStart {
             let elapsed = now - start
             if elapsed >= .milliseconds(500) {
-                let seconds = Double(elapsed.nanosecondsClamped) / 1e9
+                let seconds = elapsed.seconds
                 acknowledgedBitrate = Int(Double(ackedBytes * 8) / seconds)
                 ackedBytes = 0
                 ackWindowStart = now
@@ -197,7 +197,7 @@ public struct ReceiverBandwidthEstimate: Sendable {
                 lastDecrease = now
             }
         } else if fraction < configuration.lowLoss, let last = lastUpdate {
-            let seconds = min(1, max(0, Double((now - last).nanosecondsClamped) / 1e9))
+            let seconds = min(1, max(0, (now - last).seconds))
             var increased = lossBased * pow(1 + configuration.increasePerSecond, seconds)
             if let acknowledgedBitrate {
                 increased = min(increased, max(lossBased, 1.5 * Double(acknowledgedBitrate) + 10_000))
