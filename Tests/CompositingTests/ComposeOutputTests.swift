@@ -31,18 +31,6 @@ struct ComposeInputs {
         """.utf8)
 }
 
-/// The power of `frequency` in `samples` (Goertzel), normalized by the length.
-func tonePower(_ samples: [Int16], frequency: Double, sampleRate: Double = 48_000) -> Double {
-    let coefficient = 2 * cos(2 * Double.pi * frequency / sampleRate)
-    var s1 = 0.0, s2 = 0.0
-    for sample in samples {
-        let s0 = Double(sample) + coefficient * s1 - s2
-        s2 = s1
-        s1 = s0
-    }
-    return (s1 * s1 + s2 * s2 - coefficient * s1 * s2) / Double(samples.count)
-}
-
 @Suite(.serialized) struct ComposeOutputTests {
     @Test func theComposedFilePlaysWithEachColourInItsSlotAndEveryTone() throws {
         let inputs = try ComposeInputs()

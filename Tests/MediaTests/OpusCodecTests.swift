@@ -4,19 +4,6 @@ import Testing
 import Wire
 import WireTesting
 
-/// The power of `frequency` in `samples` (Goertzel), normalized by length.
-func goertzel(_ samples: [Int16], frequency: Double, sampleRate: Double = 48_000) -> Double {
-    let coefficient = 2 * cos(2 * Double.pi * frequency / sampleRate)
-    var previous = 0.0, beforePrevious = 0.0
-    for sample in samples {
-        let current = Double(sample) + coefficient * previous - beforePrevious
-        beforePrevious = previous
-        previous = current
-    }
-    let power = previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious
-    return power / Double(max(1, samples.count))
-}
-
 /// 20 ms of a sine at `frequency`, continuing from frame `index`.
 func tone(_ frequency: Double, frame index: Int, amplitude: Double = 8000) -> [Int16] {
     (0..<AudioFrame.samplesPer20ms).map { offset in
@@ -44,9 +31,9 @@ func energy(_ samples: [Int16]) -> Double { samples.reduce(0) { $0 + Double($1) 
             #expect(frame.samples.count == 960)
             if index >= 5 { decoded += frame.samples }
         }
-        let at440 = goertzel(decoded, frequency: 440)
+        let at440 = tonePower(decoded, frequency: 440)
         for other in [220.0, 660, 1000, 3000] {
-            #expect(at440 > 100 * goertzel(decoded, frequency: other), "440 Hz vs \(other) Hz")
+            #expect(at440 > 100 * tonePower(decoded, frequency: other), "440 Hz vs \(other) Hz")
         }
     }
 
@@ -66,8 +53,8 @@ func energy(_ samples: [Int16]) -> Double { samples.reduce(0) { $0 + Double($1) 
                 right += channel(frame.samples, 1)
             }
         }
-        let leftRatio = goertzel(left, frequency: 440) / goertzel(left, frequency: 1000)
-        let rightRatio = goertzel(right, frequency: 1000) / goertzel(right, frequency: 440)
+        let leftRatio = tonePower(left, frequency: 440) / tonePower(left, frequency: 1000)
+        let rightRatio = tonePower(right, frequency: 1000) / tonePower(right, frequency: 440)
         #expect(leftRatio > 30 && rightRatio > 30, "left 440/1000 \(leftRatio), right 1000/440 \(rightRatio)")
     }
 
@@ -103,8 +90,8 @@ func energy(_ samples: [Int16]) -> Double { samples.reduce(0) { $0 + Double($1) 
         let lost = Array(truth[..<960])
         let fecFrame = Array(fec[..<960]), plcFrame = Array(plc[..<960])
         #expect(energy(fecFrame) > 0.1 * energy(lost), "FEC is not silent")
-        #expect(goertzel(fecFrame, frequency: 660) > goertzel(fecFrame, frequency: 440), "FEC carries the new tone")
-        #expect(goertzel(plcFrame, frequency: 440) > goertzel(plcFrame, frequency: 660), "concealment continues the old tone")
+        #expect(tonePower(fecFrame, frequency: 660) > tonePower(fecFrame, frequency: 440), "FEC carries the new tone")
+        #expect(tonePower(plcFrame, frequency: 440) > tonePower(plcFrame, frequency: 660), "concealment continues the old tone")
         #expect(error(fec) < 0.5 * error(plc), "error energy: FEC \(error(fec)), concealment \(error(plc)), signal \(energy(truth))")
     }
 
