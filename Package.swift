@@ -46,6 +46,9 @@ let package = Package(
         // The room as sans-IO engines: participants' receive and send halves, the per-guest mixer,
         // the bandwidth rule, room events. Bytes and time in, actions out.
         .target(name: "Conference", dependencies: ["Wire", "RTP", "SDP", "Streams", "Media", "Compositing"]),
+        // tessera compose: recordings composed offline by the compositing engines on a manual
+        // clock (a driver with its own clock and sleeps, so above the engine layer).
+        .target(name: "Compose", dependencies: ["Wire", "Media", "Compositing"]),
         // The socket boundary: an epoll event loop with deadlines, batched UDP sockets, media ticks.
         .target(name: "Sockets", dependencies: ["Wire", "CLinux"]),
         // The host: rooms, mixes, the composite, the HTTP API, config.
@@ -53,7 +56,7 @@ let package = Package(
                 resources: [.copy("Web")]),
         // tessera load: synthetic participants in the client role, their checks and the report.
         .target(name: "Load", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Sockets", "Media", "Compositing"]),
-        .executableTarget(name: "tessera", dependencies: ["Wire", "Server", "Load", "Sockets", "RTP", "SDP", "Transport", "Media", "Compositing"]),
+        .executableTarget(name: "tessera", dependencies: ["Wire", "Server", "Load", "Sockets", "RTP", "SDP", "Transport", "Media", "Compositing", "Compose"]),
 
         // Seeded mutation of valid messages, shared by every parser's robustness test.
         .target(name: "WireTesting", dependencies: ["Wire"], path: "Tests/WireTesting"),
@@ -66,6 +69,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["Transport", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "CompositingTests", dependencies: ["Compositing", "Media", "Wire", "WireTesting"]),
+        .testTarget(name: "ComposeTests", dependencies: ["Compose", "Compositing", "Media", "Wire", "WireTesting"]),
         .testTarget(name: "SocketsTests", dependencies: ["Sockets", "Transport", "Wire"]),
         .testTarget(name: "LoadTests", dependencies: ["Load", "Media", "Compositing", "WireTesting"]),
         .testTarget(name: "ConferenceTests", dependencies: ["Conference", "Compositing", "Media", "RTP", "SDP", "Streams", "Transport", "Load", "Wire", "WireTesting", "MediaTesting"]),

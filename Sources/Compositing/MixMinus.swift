@@ -12,24 +12,15 @@ import Wire
 /// does not jump. Confined to its room's loop.
 public struct MixMinus<Guest: Hashable> {
     /// 1 (mono) or 2 (stereo) in every mix.
-    public let channels: Int
-    /// Samples per channel in each tick's frames (960: 20 ms).
-    public let samplesPerChannel: Int
+    public var channels: Int { bus.channels }
 
+    private var bus: MixBus
     private var everyoneLimiter = SoftLimiter()
     private var limiters: [Guest: SoftLimiter] = [:]
-    private var sum: [Int32]
-    private var minus: [Int32]
-    private var own: [Int32]
 
     /// A mixer of `channels`-channel frames of `samplesPerChannel` samples.
     public init(channels: Int = 1, samplesPerChannel: Int = AudioFrame.samplesPer20ms) {
-        precondition(channels == 1 || channels == 2, "mono or stereo")
-        self.channels = channels
-        self.samplesPerChannel = samplesPerChannel
-        sum = [Int32](repeating: 0, count: samplesPerChannel * channels)
-        minus = sum
-        own = sum
+        bus = MixBus(channels: channels, samplesPerChannel: samplesPerChannel)
     }
 
     /// Mixes one tick. `frames` holds what each sending guest contributed this tick (a guest
@@ -38,47 +29,61 @@ public struct MixMinus<Guest: Hashable> {
     public mutating func mix(_ frames: [(guest: Guest, frame: AudioFrame)], timestamp: Instant) -> MixMinusOutput<Guest> {
         var senders: [Guest: Int] = [:]
         for (index, entry) in frames.enumerated() { senders[entry.guest] = index }
-        let channels = channels
-        sum.withUnsafeMutableBufferPointer { sum in
-            for index in sum.indices { sum[index] = 0 }
-            for index in senders.values { add(frames[index].frame, into: sum, channels: channels) }
-        }
-        var output = MixMinusOutput<Guest>(everyone: Self.limited(sum, channels: channels, limiter: &everyoneLimiter, timestamp: timestamp))
+        bus.clear()
+        for index in senders.values { bus.add(frames[index].frame) }
+        var output = MixMinusOutput<Guest>(everyone: bus.mix(without: [], limiter: &everyoneLimiter, timestamp: timestamp))
         var nextLimiters: [Guest: SoftLimiter] = [:]
         nextLimiters.reserveCapacity(senders.count)
         for (guest, index) in senders {
-            let frame = frames[index].frame
-            if frame.channels == channels, frame.samples.count == minus.count {
-                // The usual case, in one pass: the sum less this guest's own samples.
-                sum.withUnsafeBufferPointer { sum in
-                    frame.samples.withUnsafeBufferPointer { own in
-                        minus.withUnsafeMutableBufferPointer { minus in
-                            for sample in minus.indices { minus[sample] = sum[sample] &- Int32(own[sample]) }
-                        }
-                    }
-                }
-            } else {
-                own.withUnsafeMutableBufferPointer { own in
-                    for sample in own.indices { own[sample] = 0 }
-                    add(frame, into: own, channels: channels)
-                }
-                sum.withUnsafeBufferPointer { sum in
-                    own.withUnsafeBufferPointer { own in
-                        minus.withUnsafeMutableBufferPointer { minus in
-                            for sample in minus.indices { minus[sample] = sum[sample] &- own[sample] }
-                        }
-                    }
-                }
-            }
             var limiter = limiters[guest] ?? everyoneLimiter
-            output.withoutGuest[guest] = Self.limited(minus, channels: channels, limiter: &limiter, timestamp: timestamp)
+            output.withoutGuest[guest] = bus.mix(without: [frames[index].frame], limiter: &limiter, timestamp: timestamp)
             nextLimiters[guest] = limiter
         }
         limiters = nextLimiters
         return output
     }
+}
 
-    private static func limited(_ mix: [Int32], channels: Int, limiter: inout SoftLimiter, timestamp: Instant) -> AudioFrame {
+/// One tick's sum of frames, and mixes made from it by taking frames back out: the one
+/// "everyone but …" of the project. `MixMinus` takes each sender out in turn; the host's
+/// per-guest mixer (`RoomAudioMixer`) takes out each listener's own voice and those it does not
+/// hear. The sum is Int32, so nothing clips before the limiter, which each mix applies after the
+/// subtraction: a guest must not hear the others turned down because of its own loud voice.
+public struct MixBus: Sendable {
+    /// 1 (mono) or 2 (stereo).
+    public let channels: Int
+    private var sum: [Int32]
+    private var mix: [Int32]
+
+    public init(channels: Int = 1, samplesPerChannel: Int = AudioFrame.samplesPer20ms) {
+        precondition(channels == 1 || channels == 2, "mono or stereo")
+        self.channels = channels
+        sum = [Int32](repeating: 0, count: samplesPerChannel * channels)
+        mix = sum
+    }
+
+    /// Starts a new tick: the sum is silence.
+    public mutating func clear() {
+        sum.withUnsafeMutableBufferPointer { sum in
+            for index in sum.indices { sum[index] = 0 }
+        }
+    }
+
+    /// Adds a frame to this tick's sum (mono and stereo converted).
+    public mutating func add(_ frame: AudioFrame) {
+        let channels = channels
+        sum.withUnsafeMutableBufferPointer { accumulate(frame, into: $0, channels: channels, sign: 1) }
+    }
+
+    /// The sum less `frames`, brought back to Int16 by `limiter`.
+    public mutating func mix(without frames: [AudioFrame], limiter: inout SoftLimiter, timestamp: Instant) -> AudioFrame {
+        let channels = channels
+        sum.withUnsafeBufferPointer { sum in
+            mix.withUnsafeMutableBufferPointer { mix in
+                for index in mix.indices { mix[index] = sum[index] }
+                for frame in frames { accumulate(frame, into: mix, channels: channels, sign: -1) }
+            }
+        }
         var samples = [Int16](repeating: 0, count: mix.count)
         mix.withUnsafeBufferPointer { mix in
             samples.withUnsafeMutableBufferPointer { limiter.process(mix, channels: channels, into: $0) }
@@ -100,23 +105,28 @@ public struct MixMinusOutput<Guest: Hashable> {
     }
 }
 
-/// Adds `frame` into `mix` (interleaved, `channels` channels), converting mono and stereo; a
-/// frame shorter than the mix adds silence for the rest, a longer one is cut.
-func add(_ frame: AudioFrame, into mix: UnsafeMutableBufferPointer<Int32>, channels: Int) {
+/// Adds (`sign` 1) or takes away (`sign` -1) `frame` in `mix` (interleaved, `channels`
+/// channels), converting mono and stereo; a frame shorter than the mix adds silence for the
+/// rest, a longer one is cut.
+func accumulate(_ frame: AudioFrame, into mix: UnsafeMutableBufferPointer<Int32>, channels: Int, sign: Int32) {
     let count = min(mix.count / channels, frame.samplesPerChannel)
     let frameChannels = frame.channels
     frame.samples.withUnsafeBufferPointer { source in
         if frameChannels == channels {
-            for index in 0..<count * channels { mix[index] &+= Int32(source[index]) }
+            for index in 0..<count * channels { mix[index] &+= sign &* Int32(source[index]) }
             return
         }
         for sample in 0..<count {
             let target = sample * channels, origin = sample * frameChannels
             switch (frameChannels, channels) {
-            case (1, 1): mix[target] &+= Int32(source[origin])
-            case (2, 2): mix[target] &+= Int32(source[origin]); mix[target + 1] &+= Int32(source[origin + 1])
-            case (1, 2): mix[target] &+= Int32(source[origin]); mix[target + 1] &+= Int32(source[origin])
-            default: mix[target] &+= (Int32(source[origin]) + Int32(source[origin + 1])) / 2
+            case (1, 1): mix[target] &+= sign &* Int32(source[origin])
+            case (2, 2):
+                mix[target] &+= sign &* Int32(source[origin])
+                mix[target + 1] &+= sign &* Int32(source[origin + 1])
+            case (1, 2):
+                mix[target] &+= sign &* Int32(source[origin])
+                mix[target + 1] &+= sign &* Int32(source[origin])
+            default: mix[target] &+= sign &* ((Int32(source[origin]) + Int32(source[origin + 1])) / 2)
             }
         }
     }

@@ -73,7 +73,7 @@ public final class Room {
     public private(set) var framesComposed = 0
     public private(set) var composeTime = Duration.zero
     public private(set) var framesSent = 0
-    /// Frames encoded by lower encodings since stopped (the shell's counts end with them).
+    /// Ticks that came over their lateness bound and restarted their grid.
     public var audioScheduleResets: Int { audioTicks.resets }
     public var videoScheduleResets: Int { videoTicks.resets }
 
@@ -99,9 +99,8 @@ public final class Room {
     /// When `handleTimeout` next has work: the next audio or video tick, or RTCP due.
     public var nextTimeout: Instant? {
         var next = audioTicks.next
-        for candidate in [videoTicks.next, soonestRTCP] {
-            if let candidate, candidate < (next ?? candidate + .seconds(1)) { next = candidate }
-        }
+        if let video = videoTicks.next, video < (next ?? video + .seconds(1)) { next = video }
+        if let rtcp = soonestRTCP, rtcp < (next ?? rtcp + .seconds(1)) { next = rtcp }
         return next
     }
 
@@ -117,12 +116,6 @@ public final class Room {
     public func participant(identity: String) -> Participant? { participants.first { $0.identity == identity } }
 
     // MARK: Joins and leaves
-
-    /// Why a join is refused.
-    public enum JoinRefusal: Error, Equatable {
-        case identityPresent
-        case roomFull
-    }
 
     /// Adds a participant (or a viewer) whose offer was answered with `negotiated`. Its
     /// transport is not up yet: nothing is sent it before `secure`.

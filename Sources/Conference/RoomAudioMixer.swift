@@ -19,8 +19,9 @@ import Wire
 /// stream: its decoder takes the switch as it takes any packet, at the cost of a frame of
 /// mismatched prediction, which is far cheaper than one encoder per listener (measured: `tessera bench opus-encode-5`).
 ///
-/// Mixing sums in Int32 (sum of the sounding frames once, then less the listener's own frame, as
-/// `MixMinus` does) and brings each mix back to Int16 with its own `SoftLimiter`. Not `Sendable`:
+/// Mixing is `MixBus`'s, the one `MixMinus` uses too: the sounding frames summed once in Int32,
+/// then for each key the frames it leaves out taken back out, and the mix brought back to Int16
+/// with the key's own `SoftLimiter`. Not `Sendable`:
 /// confined to the room's loop thread, like the receivers it reads.
 public final class RoomAudioMixer<Member: Hashable> {
     /// Encoding and sharing settings.
@@ -76,9 +77,8 @@ public final class RoomAudioMixer<Member: Hashable> {
     private var order: [Member] = []
     private var members: [Member: Entry] = [:]
     private var channels: [Set<Member>: MixChannel] = [:]
-    private var sum = [Int32](repeating: 0, count: AudioFrame.samplesPer20ms)
-    private var mix = [Int32](repeating: 0, count: AudioFrame.samplesPer20ms)
-    private var samples = [Int16](repeating: 0, count: AudioFrame.samplesPer20ms)
+    /// This tick's sum of the sounding frames, from which each mix takes its frames back out.
+    private var bus = MixBus(channels: 1)
 
     /// Encoders held now: one per distinct mix in use in the last `encoderIdleTimeout` (metrics).
     public var encodersRunning: Int { channels.count }
@@ -136,7 +136,7 @@ public final class RoomAudioMixer<Member: Hashable> {
     public func tick(now: Instant) -> [Member: [UInt8]] {
         // One frame from every receiver, every tick, so that each jitter buffer plays on time
         // whether or not anyone hears it.
-        var frames: [Member: [Int16]] = [:]
+        var frames: [Member: AudioFrame] = [:]
         var sounding: Set<Member> = []
         levelsLastTick.removeAll(keepingCapacity: true)
         for member in order {
@@ -149,29 +149,15 @@ public final class RoomAudioMixer<Member: Hashable> {
             levelsLastTick[member] = max(-127, 10 * log10(max(meanSquare, 1e-3) / (32768.0 * 32768.0)))
             if meanSquare > configuration.speakingThreshold {
                 sounding.insert(member)
-                frames[member] = frame.samples
+                frames[member] = frame
             }
         }
         soundingLastTick = sounding
-        sum.withUnsafeMutableBufferPointer { sum in
-            for index in sum.indices { sum[index] = 0 }
-            for member in sounding {
-                guard let own = frames[member] else { continue }
-                own.withUnsafeBufferPointer { own in
-                    for index in sum.indices { sum[index] &+= Int32(own[index]) }
-                }
-            }
+        bus.clear()
+        for member in order where sounding.contains(member) {
+            if let frame = frames[member] { bus.add(frame) }
         }
-
-        if producesRoomMix {
-            var whole = [Int16](repeating: 0, count: AudioFrame.samplesPer20ms)
-            sum.withUnsafeBufferPointer { sum in
-                whole.withUnsafeMutableBufferPointer { roomLimiter.process(sum, channels: 1, into: $0) }
-            }
-            roomMixLastTick = AudioFrame(channels: 1, samples: whole, timestamp: now)
-        } else {
-            roomMixLastTick = nil
-        }
+        roomMixLastTick = producesRoomMix ? bus.mix(without: [], limiter: &roomLimiter, timestamp: now) : nil
 
         var packets: [Member: [UInt8]] = [:]
         var encoded: [Set<Member>: [UInt8]] = [:]
@@ -201,32 +187,17 @@ public final class RoomAudioMixer<Member: Hashable> {
 
     /// The mix of `key` (this tick's sum, less the frames `left` out), limited and encoded with
     /// the key's encoder; nil if the encoder failed.
-    private func encode(key: Set<Member>, without left: [[Int16]], now: Instant) -> [UInt8]? {
+    private func encode(key: Set<Member>, without left: [AudioFrame], now: Instant) -> [UInt8]? {
         guard let channel = channel(for: key, now: now) else { return nil }
         channel.lastUsed = now
-        sum.withUnsafeBufferPointer { sum in
-            mix.withUnsafeMutableBufferPointer { mix in
-                for index in mix.indices { mix[index] = sum[index] }
-                for frame in left {
-                    frame.withUnsafeBufferPointer { frame in
-                        for index in mix.indices { mix[index] &-= Int32(frame[index]) }
-                    }
-                }
-            }
-        }
-        mix.withUnsafeBufferPointer { mix in
-            samples.withUnsafeMutableBufferPointer { channel.limiter.process(mix, channels: 1, into: $0) }
-        }
+        let mixed = bus.mix(without: left, limiter: &channel.limiter, timestamp: now)
         do {
-            return try channel.encoder.encode(AudioFrame(channels: 1, samples: samples, timestamp: now))
+            return try channel.encoder.encode(mixed)
         } catch {
             return nil
         }
     }
 
-    /// The key's channel, started when missing. A new channel's limiter starts from the
-    /// "everyone" channel's (the loudest mix), so that a listener moved onto it does not hear the
-    /// gain jump.
     /// After an encoder failed to start, no other is tried before this.
     private var encoderRetryAt: Instant?
     private var startFailures: [any Error] = []
@@ -236,6 +207,10 @@ public final class RoomAudioMixer<Member: Hashable> {
         defer { startFailures.removeAll() }
         return startFailures
     }
+
+    /// The key's channel, started when missing. A new channel's limiter starts from the
+    /// "everyone" channel's (the loudest mix), so that a listener moved onto it does not hear the
+    /// gain jump.
 
     private func channel(for key: Set<Member>, now: Instant) -> MixChannel? {
         if let channel = channels[key] { return channel }

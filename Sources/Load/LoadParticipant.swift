@@ -107,8 +107,12 @@ final class LoadParticipant {
     private var videoSender: VideoSender?
     private var videoTimestamp = UInt32.random(in: 0...UInt32.max)
     private var loopFrame = 0
-    /// Sent video packets by sequence number, for NACKs (the last 512).
-    private var history: [UInt16: [UInt8]] = [:]
+    /// Sent video packets for the host's NACKs (Streams' history, the host's own: the last 512).
+    private var history: RetransmissionBuffer = {
+        var configuration = RetransmissionBuffer.Configuration()
+        configuration.capacity = 512
+        return RetransmissionBuffer(configuration: configuration)
+    }()
 
     init(index: Int, model: LoadRoomModel, loop: EventLoop, http: HostHTTPClient, certificate: DTLSCertificate,
          dtlsContext: DTLSContext, toneLoop: ToneLoop?, silence: [UInt8], pictureLoop: PictureLoop?) {
@@ -371,10 +375,7 @@ final class LoadParticipant {
         frame.rtpTimestamp = videoTimestamp
         model.pictureSends[index][loopFrame] = now
         for packet in sender.packetize(frame) {
-            if let bytes = send(packet, mid: "1") {
-                history[packet.sequenceNumber] = bytes
-                history[packet.sequenceNumber &- 512] = nil
-            }
+            if let bytes = send(packet, mid: "1") { history.packetSent(bytes, now: now) }
         }
         videoSender = sender
         loopFrame = (loopFrame + 1) % pictureLoop.frames.count
@@ -389,8 +390,7 @@ final class LoadParticipant {
         for packet in packets {
             switch packet {
             case .nack(let nack) where nack.mediaSSRC.rawValue == videoSSRC:
-                for sequence in nack.lostSequenceNumbers {
-                    guard let bytes = history[sequence], transport?.sendRTP(bytes) == true else { continue }
+                for bytes in history.retransmissions(for: nack, now: now) where transport?.sendRTP(bytes) == true {
                     packetsSent += 1
                 }
             case .pictureLossIndication(let pli) where pli.mediaSSRC.rawValue == videoSSRC:

@@ -1,4 +1,5 @@
 import Foundation
+import Compose
 import Compositing
 import Media
 import Load

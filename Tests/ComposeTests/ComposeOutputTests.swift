@@ -1,3 +1,4 @@
+import Compose
 import Compositing
 import Foundation
 import Testing

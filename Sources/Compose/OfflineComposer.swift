@@ -1,3 +1,4 @@
+import Compositing
 import Foundation
 import Media
 import Wire
