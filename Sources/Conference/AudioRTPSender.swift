@@ -11,6 +11,8 @@ public struct AudioRTPSender {
     public private(set) var sequenceNumber: UInt16
     public private(set) var timestamp: UInt32
     public private(set) var packetsSent = 0
+    /// The timestamp of the last packet made.
+    public var lastTimestamp: UInt32 { timestamp &- UInt32(AudioFrame.samplesPer20ms) }
 
     public init(ssrc: SSRC, payloadType: PayloadType, sequenceNumber: UInt16 = .random(in: 0...UInt16.max),
          timestamp: UInt32 = .random(in: 0...UInt32.max)) {

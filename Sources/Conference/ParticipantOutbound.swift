@@ -11,6 +11,9 @@ import Wire
 public struct ParticipantOutbound {
     /// Where its mix goes; nil when the host sends nothing on its audio section (sendonly peer).
     private var audioSender: AudioRTPSender?
+    /// The mix as sent to it, through Streams' send stream (counts for sender reports, and a
+    /// short history for NACKs).
+    private var audioStream: RTPSendStream?
     /// Where the composite goes: the host SSRC, VP8 payload type and the next sequence number.
     private var videoOut: (ssrc: SSRC, payloadType: PayloadType, sequenceNumber: UInt16)?
     /// The composite as sent to it, through Streams' send stream: its retransmission history
@@ -45,6 +48,11 @@ public struct ParticipantOutbound {
             section.hostSender.map { (SSRC(rawValue: $0.ssrc), section.codecPayloadType, UInt16.random(in: 0...UInt16.max, using: &generator)) }
         }
         bandwidth = videoOut.map { LowBandwidthDetector(hostVideo: $0.ssrc) }
+        audioStream = audioSender.map { sender in
+            var configuration = RTPSendStream.Configuration(ssrc: sender.ssrc, clockRate: 48_000)
+            configuration.retransmission.capacity = 64
+            return RTPSendStream(configuration: configuration, clock: NTPClockMapping(instant: now, ntp: NTPTimestamp(rawValue: 0)))
+        }
         videoStream = videoOut.map { out in
             var configuration = RTPSendStream.Configuration(ssrc: out.ssrc, clockRate: 90_000)
             configuration.retransmission = Self.retransmission
@@ -65,8 +73,10 @@ public struct ParticipantOutbound {
     public func bandwidthEstimate(now: Instant) -> Int? { bandwidth?.estimate.estimate(now: now).bitsPerSecond }
 
     /// One packet of its mix (one 20 ms Opus frame), serialized; nil when it gets no mix.
-    public mutating func mixPacket(_ payload: [UInt8]) -> [UInt8]? {
-        audioSender?.packet(payload)
+    public mutating func mixPacket(_ payload: [UInt8], now: Instant) -> [UInt8]? {
+        guard let bytes = audioSender?.packet(payload) else { return nil }
+        audioStream?.packetSent(bytes: bytes, timestamp: audioSender?.lastTimestamp ?? 0, payloadSize: payload.count, now: now)
+        return bytes
     }
 
     /// One encoded frame of the composite as this participant gets it: the room's packets with
@@ -103,8 +113,8 @@ public struct ParticipantOutbound {
     /// its host video SSRC are returned for the room's key frame pacer.
     public mutating func receiveRTCP(_ packets: [RTCPPacket], now: Instant) -> (keyFrameRequests: [KeyFrameRequest], retransmissions: [[UInt8]]) {
         bandwidth?.receive(packets, now: now)
-        guard let out = videoOut else { return ([], []) }
-        let retransmissions = videoStream?.receivedRTCP(packets, now: now) ?? []
+        let retransmissions = (videoStream?.receivedRTCP(packets, now: now) ?? []) + (audioStream?.receivedRTCP(packets, now: now) ?? [])
+        guard let out = videoOut else { return ([], retransmissions) }
         var requests: [KeyFrameRequest] = []
         for packet in packets {
             switch packet {

@@ -176,6 +176,7 @@ public final class Room {
     public func close() {
         audioTicks.stop()
         videoTicks.stop()
+        soonestRTCP = nil
         emit(.stopEncoder(.main))
         if low != nil { emit(.stopEncoder(.low)) }
         low = nil
@@ -367,7 +368,7 @@ public final class Room {
             emit(.recordingTick(deadline))
         }
         for participant in participants where participant.state == .secure {
-            guard let payload = packets[participant.id], let bytes = participant.outbound.mixPacket(payload) else { continue }
+            guard let payload = packets[participant.id], let bytes = participant.outbound.mixPacket(payload, now: deadline) else { continue }
             emit(.sendRTP(participant: participant.id, bytes: bytes))
         }
     }

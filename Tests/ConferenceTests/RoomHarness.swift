@@ -284,4 +284,7 @@ final class RoomHarness {
     }
 
     private func peer(_ id: String) -> MemoryPeer? { peers.first { $0.id == id } }
+
+    /// Encoders the room has running now.
+    var encodersRunning: Int { encoders.count }
 }

@@ -136,6 +136,26 @@ import WireTesting
         #expect(harness.events.filter { $0.identity == "b" }.map(\.type).suffix(2) == [.trackMuted, .trackUnmuted])
     }
 
+    /// The room's lifecycle: the last leave stops its ticks and its encoders; a later join
+    /// starts them again, with a fresh encoder whose first frame is a key frame.
+    @Test func theLastLeaveStopsTheRoomAndAJoinStartsItAgain() throws {
+        let harness = RoomHarness()
+        let a = try harness.join("a", tone: 440, colour: Self.red)
+        let b = try harness.join("b", tone: 660, colour: Self.green)
+        try harness.run(for: .seconds(1))
+        #expect(harness.encodersRunning == 1)
+        try harness.leave(a)
+        try harness.leave(b)
+        #expect(harness.room.nextTimeout == nil && harness.room.isEmpty)
+        #expect(harness.encodersRunning == 0)
+        try harness.run(for: .milliseconds(500))
+        let c = try harness.join("c", tone: 880, colour: Self.blue)
+        #expect(harness.room.nextTimeout != nil)
+        try harness.run(for: .seconds(1))
+        expectSees(c, [(x: 0.5, y: 0.5, colour: Self.blue)])
+        #expect(harness.encodersRunning == 1 && c.picturesDecoded > 5)
+    }
+
     /// The same room over a network that loses 5 % of packets and adds up to 30 ms of jitter
     /// each way: the host repairs what it receives (NACK, RTX from the peers) and answers the
     /// peers' NACKs about the composite from its history; the peers conceal lost audio and ask
