@@ -13,7 +13,8 @@ import Wire
 ///
 /// Tracks are held weakly (a compositor never keeps a participant's track alive) and read through
 /// this compositor's own `AudioTrackReader`, so other consumers of the same track are unaffected.
-/// Mixing sums in Int32 and ends with a `SoftLimiter`, so loud sources are turned down, never
+/// Mixing is `MixBus`'s (the host's per-guest mixes use it too): it sums in Int32 and ends with a
+/// `SoftLimiter`, so loud sources are turned down, never
 /// wrapped or clipped flat. Sans-IO: the host's loop (or a manual clock) calls `tick(now:)`
 /// every 20 ms. Confined to its room's loop.
 public final class AudioCompositor {
@@ -37,16 +38,15 @@ public final class AudioCompositor {
     private var refused: [WeakAudioTrack] = []
     private var starts = 0
     private var limiter = SoftLimiter()
-    private var mix: [Int32]
-    private var samples: [Int16]
+    /// The tick's sum: the same mixing as the host's per-guest mixes.
+    private var bus: MixBus
 
     /// A stopped compositor making `channels`-channel mixes.
     public init(id: String = "audio", channels: Int = 1) {
         precondition(channels == 1 || channels == 2, "mono or stereo")
         self.id = id
         self.channels = channels
-        mix = [Int32](repeating: 0, count: AudioFrame.samplesPer20ms * channels)
-        samples = [Int16](repeating: 0, count: AudioFrame.samplesPer20ms * channels)
+        bus = MixBus(channels: channels)
     }
 
     /// Starts mixing into a new `outputTrack`; the previous output track (if any) ends. Calling it
@@ -97,23 +97,18 @@ public final class AudioCompositor {
     public func tick(now: Instant) {
         guard isRunning, let outputTrack else { return }
         inputs.removeAll { $0.track == nil || $0.track?.readyState == .ended }
-        let channels = channels
         var contributed = false
-        mix.withUnsafeMutableBufferPointer { mix in
-            for index in mix.indices { mix[index] = 0 }
-            for index in inputs.indices {
-                if inputs[index].track?.isMuted == true {
-                    _ = inputs[index].skipNextFrame()
-                } else if inputs[index].addNextFrame(into: mix, channels: channels) {
-                    contributed = true
-                }
+        bus.clear()
+        for index in inputs.indices {
+            if inputs[index].track?.isMuted == true {
+                _ = inputs[index].skipNextFrame()
+            } else if let frame = inputs[index].nextFrame(channels: channels, timestamp: now) {
+                bus.add(frame)
+                contributed = true
             }
         }
         guard contributed || autoOutputSilentBuffer else { return }
-        mix.withUnsafeBufferPointer { mix in
-            samples.withUnsafeMutableBufferPointer { limiter.process(mix, channels: channels, into: $0) }
-        }
-        outputTrack.push(AudioFrame(channels: channels, samples: samples, timestamp: now), now: now)
+        outputTrack.push(bus.mix(without: [], limiter: &limiter, timestamp: now), now: now)
     }
 }
 

@@ -5,24 +5,6 @@ import SDP
 import Streams
 import Wire
 
-/// How a room composes and mixes.
-public struct RoomConfiguration: Sendable, Equatable {
-    /// The composite's canvas until a template sets another, and its frame rate and bit rate.
-    public var width = 1280
-    public var height = 720
-    public var fps = 30
-    public var bitrate = 1_500_000
-    /// The lower encoding, for receivers whose bandwidth estimate is low.
-    public var lowWidth = 640
-    public var lowHeight = 360
-    public var lowBitrate = 500_000
-    /// Deliberate faults, for tests that show a checker catches a broken host.
-    public var returnsOwnVoice = false
-    public var camerasInWrongSlots = false
-
-    public init() {}
-}
-
 /// A conference room as an engine in the str0m sense: joins, leaves, choices, layouts, each
 /// participant's decrypted RTP and RTCP, and the encoders' frames go in with the current time;
 /// what comes out (`pollOutput`) is what to send to whom, what to encode, and what to publish;

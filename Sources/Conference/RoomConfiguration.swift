@@ -1,0 +1,17 @@
+/// How a room composes and mixes.
+public struct RoomConfiguration: Sendable, Equatable {
+    /// The composite's canvas until a template sets another, and its frame rate and bit rate.
+    public var width = 1280
+    public var height = 720
+    public var fps = 30
+    public var bitrate = 1_500_000
+    /// The lower encoding, for receivers whose bandwidth estimate is low.
+    public var lowWidth = 640
+    public var lowHeight = 360
+    public var lowBitrate = 500_000
+    /// Deliberate faults, for tests that show a checker catches a broken host.
+    public var returnsOwnVoice = false
+    public var camerasInWrongSlots = false
+
+    public init() {}
+}
