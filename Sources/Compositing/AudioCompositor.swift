@@ -97,16 +97,21 @@ public final class AudioCompositor {
     public func tick(now: Instant) {
         guard isRunning, let outputTrack else { return }
         inputs.removeAll { $0.track == nil || $0.track?.readyState == .ended }
-        var contributed = false
         bus.clear()
-        for index in inputs.indices {
-            if inputs[index].track?.isMuted == true {
-                _ = inputs[index].skipNextFrame()
-            } else if let frame = inputs[index].nextFrame(channels: channels, timestamp: now) {
-                bus.add(frame)
-                contributed = true
+        // Each reader adds its next frame straight into the sum: no copy per track.
+        var inputs = self.inputs
+        let contributed = bus.addInPlace { sum, channels in
+            var contributed = false
+            for index in inputs.indices {
+                if inputs[index].track?.isMuted == true {
+                    _ = inputs[index].skipNextFrame()
+                } else if inputs[index].addNextFrame(into: sum, channels: channels) {
+                    contributed = true
+                }
             }
+            return contributed
         }
+        self.inputs = inputs
         guard contributed || autoOutputSilentBuffer else { return }
         outputTrack.push(bus.mix(without: [], limiter: &limiter, timestamp: now), now: now)
     }

@@ -32,6 +32,13 @@ public struct MixBus: Sendable {
         sum.withUnsafeMutableBufferPointer { accumulate(frame, into: $0, channels: channels, sign: 1) }
     }
 
+    /// Lets `add` add into this tick's sum in place (a track reader adds its next frame without
+    /// a copy); returns what `add` returns: whether it added anything.
+    public mutating func addInPlace(_ add: (UnsafeMutableBufferPointer<Int32>, _ channels: Int) -> Bool) -> Bool {
+        let channels = channels
+        return sum.withUnsafeMutableBufferPointer { add($0, channels) }
+    }
+
     /// The sum less `frames`, brought back to Int16 by `limiter`.
     public mutating func mix(without frames: [AudioFrame], limiter: inout SoftLimiter, timestamp: Instant) -> AudioFrame {
         let channels = channels
