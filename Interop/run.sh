@@ -3,7 +3,10 @@
 # check that what they send comes back.
 #
 #   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium gstreamer page room load docs"] [--seconds N]
-#                  [--media-port 50000] [--ready-timeout 30] [--keep-logs]
+#                  [--media-port 50000] [--ready-timeout 30] [--keep-logs] [--impair JSON]
+#
+# --impair '{"loss": 0.05, "jitter": "50ms"}' impairs the host's media socket (config
+# testing.impair): the peers meet that network, both ways.
 #
 # Everything runs inside a private network namespace that holds only loopback (the script
 # re-executes itself under `unshare -n`), so nothing leaves the machine and no port clashes
@@ -32,10 +35,11 @@ SECONDS_PER_CALL=10
 MEDIA_PORT=50000
 READY_TIMEOUT=30
 KEEP_LOGS=0
+IMPAIR=
 VENV_PY="$REPO/.venv/bin/python"
 SYS_PY=/usr/bin/python3
 
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 orig_args=("$@")
 while [ $# -gt 0 ]; do
     case $1 in
@@ -45,6 +49,7 @@ while [ $# -gt 0 ]; do
         --media-port) MEDIA_PORT=$2; shift 2 ;;
         --ready-timeout) READY_TIMEOUT=$2; shift 2 ;;
         --keep-logs) KEEP_LOGS=1; shift ;;
+        --impair) IMPAIR=$2; shift 2 ;;
         -h|--help) usage ;;
         *) echo "interop: unknown argument $1" >&2; usage ;;
     esac
@@ -95,9 +100,11 @@ host_tail() {
 }
 
 # --- start the host --------------------------------------------------------------------
+TESTING_JSON=
+[ -z "$IMPAIR" ] || TESTING_JSON=", \"testing\": {\"impair\": $IMPAIR}"
 cat >"$TMP/config.json" <<EOF
 {"http": {"listen": "127.0.0.1:0"}, "media": {"listen": "127.0.0.1:$MEDIA_PORT", "announce": ["127.0.0.1"]},
- "recordings": {"folder": "$TMP/recordings"}}
+ "recordings": {"folder": "$TMP/recordings"}$TESTING_JSON}
 EOF
 if [ ! -x "$TESSERA" ]; then
     fail host "no executable at $TESSERA (build it: swift build)"

@@ -69,7 +69,27 @@ public struct HostConfig: Sendable, Equatable {
             case camerasInWrongSlots
         }
         public var faults: Set<Fault> = []
+        /// Impairs the host's own media socket (RTP and RTCP both ways; STUN and DTLS pass), so
+        /// that real peers meet a lossy network: `{"loss": 0.05, "burst": 3, "delay": "20ms",
+        /// "jitter": "50ms", "reorder": 0.01, "seed": 1}`, every field optional.
+        public var impair: Impair?
         public init() {}
+    }
+
+    /// What `testing.impair` does to the media socket's RTP and RTCP.
+    public struct Impair: Sendable, Equatable {
+        public var loss = 0.0
+        public var burst = 1.0
+        public var delay: Duration = .zero
+        public var jitter: Duration = .zero
+        public var reorder = 0.0
+        public var seed: UInt64 = 1
+        public init() {}
+
+        /// As the in-memory network takes it.
+        public var networkImpairment: NetworkImpairment {
+            NetworkImpairment(loss: loss, burstLength: burst, delay: delay, jitter: jitter, reorder: reorder)
+        }
     }
 
     public var http = HTTP()
@@ -130,7 +150,9 @@ public struct HostConfig: Sendable, Equatable {
         "recordings": .object(["folder": .string]),
         "video": .object(["width": .integer, "height": .integer, "fps": .integer, "bitrate": .integer,
                           "lowWidth": .integer, "lowHeight": .integer, "lowBitrate": .integer]),
-        "testing": .object(["faults": .array(.string)]),
+        "testing": .object(["faults": .array(.string), "impair": .object([
+            "loss": .number, "burst": .number, "delay": .string, "jitter": .string, "reorder": .number, "seed": .integer,
+        ])]),
     ])
 
     /// Reads and checks a config file. A missing path gives the defaults.
@@ -191,6 +213,11 @@ public struct HostConfig: Sendable, Equatable {
         try within("video.lowWidth", video.lowWidth, 2...3840)
         try within("video.lowHeight", video.lowHeight, 2...2160)
         try within("video.lowBitrate", video.lowBitrate, 100_000...20_000_000, " bit/s")
+        if let impair = testing.impair {
+            guard (0...1).contains(impair.loss) else { throw bad("testing.impair.loss", "must be a fraction 0…1, not \(impair.loss)") }
+            guard (0...1).contains(impair.reorder) else { throw bad("testing.impair.reorder", "must be a fraction 0…1, not \(impair.reorder)") }
+            guard (1...100).contains(impair.burst) else { throw bad("testing.impair.burst", "must be a mean burst length 1…100, not \(impair.burst)") }
+        }
     }
 }
 
@@ -209,7 +236,7 @@ extension HostConfig: Codable {
     }
 }
 extension HostConfig.Testing: Codable {
-    enum CodingKeys: String, CodingKey { case faults }
+    enum CodingKeys: String, CodingKey { case faults, impair }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         for name in try c.decodeIfPresent([String].self, forKey: .faults) ?? [] {
@@ -219,6 +246,7 @@ extension HostConfig.Testing: Codable {
             }
             faults.insert(fault)
         }
+        impair = try c.decodeIfPresent(HostConfig.Impair.self, forKey: .impair)
     }
 }
 extension HostConfig.Video: Codable {
@@ -271,5 +299,35 @@ extension HostConfig.Recordings: Codable {
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         folder = try c.decodeIfPresent(String.self, forKey: .folder) ?? folder
+    }
+}
+extension HostConfig.Impair: Codable {
+    enum CodingKeys: String, CodingKey { case loss, burst, delay, jitter, reorder, seed }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        loss = try c.decodeIfPresent(Double.self, forKey: .loss) ?? loss
+        burst = try c.decodeIfPresent(Double.self, forKey: .burst) ?? burst
+        reorder = try c.decodeIfPresent(Double.self, forKey: .reorder) ?? reorder
+        seed = try c.decodeIfPresent(UInt64.self, forKey: .seed) ?? seed
+        for (key, target) in [(CodingKeys.delay, \Self.delay), (.jitter, \Self.jitter)] {
+            guard let text = try c.decodeIfPresent(String.self, forKey: key) else { continue }
+            guard let value = Self.milliseconds(text) else {
+                throw DecodingError.dataCorruptedError(forKey: key, in: c, debugDescription: "a duration like \"50ms\", not \"\(text.prefix(32))\"")
+            }
+            self[keyPath: target] = value
+        }
+    }
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(loss, forKey: .loss)
+        try c.encode(burst, forKey: .burst)
+        try c.encode(reorder, forKey: .reorder)
+        try c.encode(seed, forKey: .seed)
+    }
+    /// `50ms` or `0.05s`.
+    static func milliseconds(_ text: String) -> Duration? {
+        if text.hasSuffix("ms"), let value = Double(text.dropLast(2)), value >= 0, value <= 10_000 { return .microseconds(Int64(value * 1000)) }
+        if text.hasSuffix("s"), let value = Double(text.dropLast()), value >= 0, value <= 10 { return .microseconds(Int64(value * 1_000_000)) }
+        return nil
     }
 }

@@ -17,11 +17,11 @@ public final class MediaHost: @unchecked Sendable {
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
 
-    public init(listen: TransportAddress, announce: [String]) throws {
+    public init(listen: TransportAddress, announce: [String], impairment: NetworkImpairment? = nil, seed: UInt64 = 1) throws {
         loop = try EventLoop()
         certificate = try DTLSCertificate()
         dtlsContext = try DTLSContext(certificate: certificate)
-        let port = try MediaPort(loop: loop, bind: listen)
+        let port = try MediaPort(loop: loop, bind: listen, impairment: impairment, seed: seed)
         self.port = port
         let announced = announce.isEmpty ? [Self.hostText(listen)] : announce
         candidateAddresses = announced.map { HostCandidateAddress(address: $0, port: port.socket.localAddress.port) }

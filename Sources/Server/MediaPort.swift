@@ -45,11 +45,44 @@ public final class MediaPort {
     private var nextID: UInt64 = 0
     private var pendingSends: [(bytes: [UInt8], destination: TransportAddress)] = []
 
-    /// Binds and starts reading on `loop`. Call on the loop thread (or before it runs).
-    public init(loop: EventLoop, bind address: TransportAddress) throws {
+    /// The impaired network between this socket and the peers (`testing.impair`): RTP and
+    /// RTCP each way go through it; STUN and DTLS do not, so joins still work.
+    private struct Impairment {
+        var inbound: NetEm<UDPSocket.Datagram>
+        var outbound: NetEm<Datagram>
+        let timer: DeadlineTimer
+    }
+    private typealias Datagram = (bytes: [UInt8], destination: TransportAddress)
+    private var impairment: Impairment?
+
+    /// Binds and starts reading on `loop`. Call on the loop thread (or before it runs). With
+    /// `impairment`, the media (RTP and RTCP) both ways meets that network (seeded).
+    public init(loop: EventLoop, bind address: TransportAddress, impairment: NetworkImpairment? = nil, seed: UInt64 = 1) throws {
         self.loop = loop
         socket = try UDPSocket(bind: address)
+        if let impairment {
+            let timer = DeadlineTimer(loop: loop)
+            self.impairment = Impairment(inbound: NetEm(impairment, seed: seed), outbound: NetEm(impairment, seed: seed &+ 1), timer: timer)
+            timer.action = { [unowned self] now in deliverImpaired(now: now) }
+        }
         try loop.watch(fd: socket.fd) { [unowned self] in readAll() }
+    }
+
+    /// RFC 7983: a first byte of 128…191 is RTP or RTCP (SRTP/SRTCP here).
+    private static func isMedia(_ bytes: [UInt8]) -> Bool { bytes.first.map { (128...191).contains($0) } ?? false }
+
+    /// Routes the impaired datagrams that have arrived and sends those due out, then waits for
+    /// the next.
+    private func deliverImpaired(now: Instant) {
+        guard var impairment else { return }
+        let arrived = impairment.inbound.receive(now: now)
+        pendingSends += impairment.outbound.receive(now: now)
+        self.impairment = impairment
+        for datagram in arrived { route(datagram, now: now, impaired: true) }
+        sendPending()
+        if let next = [impairment.inbound.nextArrival, impairment.outbound.nextArrival].compactMap({ $0 }).min() {
+            impairment.timer.arm(at: next)
+        }
     }
 
     public var peerCount: Int { peers.count }
@@ -100,6 +133,20 @@ public final class MediaPort {
     /// after each batch of datagrams).
     public func flush() {
         guard !pendingSends.isEmpty else { return }
+        if var impairment {
+            // Media goes onto the impaired network; the rest (STUN, DTLS) goes out now.
+            let now = loop.clock.now()
+            for datagram in pendingSends where Self.isMedia(datagram.bytes) { impairment.outbound.send(datagram, now: now) }
+            pendingSends.removeAll { Self.isMedia($0.bytes) }
+            self.impairment = impairment
+            deliverImpaired(now: now)
+            return
+        }
+        sendPending()
+    }
+
+    private func sendPending() {
+        guard !pendingSends.isEmpty else { return }
         let sent = socket.send(pendingSends)
         counters.datagramsOut += sent
         counters.bytesOut += pendingSends.prefix(sent).reduce(0) { $0 + $1.bytes.count }
@@ -111,12 +158,17 @@ public final class MediaPort {
         for _ in 0..<16 {  // bounded, so timers and other sockets get their turn
             let batch = socket.receiveBatch()
             if batch.isEmpty { break }
-            for datagram in batch { route(datagram, now: now) }
+            for datagram in batch { route(datagram, now: now, impaired: false) }
         }
         flush()
     }
 
-    private func route(_ datagram: UDPSocket.Datagram, now: Instant) {
+    private func route(_ datagram: UDPSocket.Datagram, now: Instant, impaired: Bool) {
+        if !impaired, impairment != nil, Self.isMedia(datagram.bytes) {
+            impairment?.inbound.send(datagram, now: now)
+            if let next = impairment?.inbound.nextArrival { impairment?.timer.arm(at: next) }
+            return
+        }
         counters.datagramsIn += 1
         counters.bytesIn += datagram.bytes.count
         let id: PeerID

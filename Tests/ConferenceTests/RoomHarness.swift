@@ -11,7 +11,7 @@ import Wire
 import WireTesting
 
 /// A packet on the in-memory network, as the transport would hand it over after SRTP.
-enum WirePacket {
+enum WirePacket: Sendable {
     case rtp([UInt8])
     case rtcp([UInt8])
 }

@@ -80,6 +80,19 @@ import Wire
         }
     }
 
+    @Test func testingImpairReadsTheNetworkAPeerShouldMeet() throws {
+        let config = try load(#"{"testing": {"impair": {"loss": 0.05, "burst": 3, "jitter": "50ms", "delay": "0.02s", "seed": 7}}}"#)
+        let impairment = try #require(config.testing.impair).networkImpairment
+        #expect(impairment.loss == 0.05 && impairment.burstLength == 3 && config.testing.impair?.seed == 7)
+        #expect(impairment.jitter == .milliseconds(50) && impairment.delay == .milliseconds(20))
+        #expect(try load("{}").testing.impair == nil)
+        for (json, message) in [(#"{"testing": {"impair": {"jitter": "50"}}}"#, "testing.impair.jitter"),
+                                (#"{"testing": {"impair": {"loss": 5}}}"#, "`testing.impair.loss`: must be a fraction"),
+                                (#"{"testing": {"impair": {"los": 0.1}}}"#, "did you mean `loss`?")] {
+            #expect { try load(json) } throws: { "\($0)".contains(message) }
+        }
+    }
+
     @Test func aRecordingsFolderThatIsAFileIsRefused() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-folder-\(UUID().uuidString)").path
         _ = FileManager.default.createFile(atPath: file, contents: Data())

@@ -29,14 +29,14 @@ import WireTesting
     }
 
     @Test func randomLossLosesItsShare() {
-        let (arrived, counters) = run(NetEm.Impairment(loss: 0.05))
+        let (arrived, counters) = run(NetworkImpairment(loss: 0.05))
         let share = Double(counters.lost) / Double(counters.sent)
         #expect(abs(share - 0.05) < 0.006, "lost \(share)")
         #expect(arrived.count == counters.sent - counters.lost)
     }
 
     @Test func burstsKeepTheShareAndComeInRunsOfTheirLength() {
-        let (arrived, counters) = run(NetEm.Impairment(loss: 0.05, burstLength: 4), count: 100_000)
+        let (arrived, counters) = run(NetworkImpairment(loss: 0.05, burstLength: 4), count: 100_000)
         let share = Double(counters.lost) / Double(counters.sent)
         #expect(abs(share - 0.05) < 0.01, "lost \(share)")
         // Runs of consecutive missing numbers.
@@ -51,7 +51,7 @@ import WireTesting
     }
 
     @Test func jitterReordersAndDuplicationRepeats() {
-        let (arrived, counters) = run(NetEm.Impairment(jitter: .milliseconds(30), duplicate: 0.01))
+        let (arrived, counters) = run(NetworkImpairment(jitter: .milliseconds(30), duplicate: 0.01))
         #expect(arrived != arrived.sorted())
         #expect(counters.duplicated > 100 && arrived.count == counters.sent + counters.duplicated)
         #expect(Set(arrived).count == counters.sent)

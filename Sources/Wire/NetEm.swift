@@ -1,8 +1,8 @@
-import Wire
-
-/// A network in memory, for tests of sans-IO engines on a manual clock (Linux netem's ideas):
-/// packets sent at `now` come out of `receive(now:)` once their delay has passed, or never.
-/// Seeded, so a failing run can be replayed from its seed.
+/// A network in memory (Linux netem's ideas): packets sent at `now` come out of
+/// `receive(now:)` once their delay has passed, or never. Tests of sans-IO engines put it
+/// between peers on a manual clock; `tessera serve` puts it on its own media socket when the
+/// config asks (`testing.impair`), so real peers meet the same network. Seeded, so a run can be
+/// replayed from its seed.
 ///
 /// - loss: each packet is lost with probability `loss`, independently, or in bursts when
 ///   `burstLength` > 1 (a Gilbert–Elliott chain whose bad state loses every packet, with mean
@@ -10,31 +10,9 @@ import Wire
 /// - delay and jitter: each packet takes `delay` plus a uniform 0…`jitter`, so jitter reorders;
 /// - reordering: besides, a packet is held back by `reorderDelay` with probability `reorder`;
 /// - duplication: a delivered packet comes twice with probability `duplicate`.
-public struct NetEm<Packet> {
+public struct NetEm<Packet>: Sendable where Packet: Sendable {
     /// What the network does to packets.
-    public struct Impairment: Sendable, Equatable {
-        public var loss: Double
-        public var burstLength: Double
-        public var delay: Duration
-        public var jitter: Duration
-        public var reorder: Double
-        public var reorderDelay: Duration
-        public var duplicate: Double
-
-        public init(loss: Double = 0, burstLength: Double = 1, delay: Duration = .milliseconds(10), jitter: Duration = .zero,
-                    reorder: Double = 0, reorderDelay: Duration = .milliseconds(20), duplicate: Double = 0) {
-            self.loss = loss
-            self.burstLength = burstLength
-            self.delay = delay
-            self.jitter = jitter
-            self.reorder = reorder
-            self.reorderDelay = reorderDelay
-            self.duplicate = duplicate
-        }
-
-        /// A clean network with `delay` each way.
-        public static func clean(delay: Duration = .milliseconds(10)) -> Impairment { Impairment(delay: delay) }
-    }
+    public typealias Impairment = NetworkImpairment
 
     /// What happened to the packets so far.
     public struct Counters: Sendable, Equatable {
@@ -108,4 +86,29 @@ public struct NetEm<Packet> {
         sentOrder += 1
         inFlight.append((now + delay, sentOrder, packet))
     }
+}
+
+/// What a `NetEm` does to packets.
+public struct NetworkImpairment: Sendable, Equatable {
+    public var loss: Double
+    public var burstLength: Double
+    public var delay: Duration
+    public var jitter: Duration
+    public var reorder: Double
+    public var reorderDelay: Duration
+    public var duplicate: Double
+
+    public init(loss: Double = 0, burstLength: Double = 1, delay: Duration = .milliseconds(10), jitter: Duration = .zero,
+                reorder: Double = 0, reorderDelay: Duration = .milliseconds(20), duplicate: Double = 0) {
+        self.loss = loss
+        self.burstLength = burstLength
+        self.delay = delay
+        self.jitter = jitter
+        self.reorder = reorder
+        self.reorderDelay = reorderDelay
+        self.duplicate = duplicate
+    }
+
+    /// A clean network with `delay` each way.
+    public static func clean(delay: Duration = .milliseconds(10)) -> NetworkImpairment { NetworkImpairment(delay: delay) }
 }
