@@ -42,7 +42,7 @@ public enum LayoutRequest: Sendable, Hashable {
             return
         }
         let description = try StrictJSON.decode(TemplateDescription.self, from: bytes, shape: Self.shape)
-        do { try description.validate() } catch { throw JSONDocumentError(field: error.field, reason: error.reason) }
+        try description.validate()
         self = .custom(description)
     }
 

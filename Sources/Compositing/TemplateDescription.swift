@@ -150,19 +150,6 @@ public struct TemplateDescription: Sendable, Hashable, Codable {
     }
 }
 
-/// A template description that breaks a rule: which field, and why (for a 400 answer's detail).
-public struct TemplateValidationError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The path of the bad field, as in the JSON: "canvas.fps", "positions[2].rect.x".
-    public let field: String
-    /// What is wrong with it, in a sentence a user can act on.
-    public let reason: String
-
-    /// A problem with `field`.
-    public init(field: String, reason: String) {
-        self.field = field
-        self.reason = reason
-    }
-
-    /// "field: reason".
-    public var description: String { "\(field): \(reason)" }
-}
+/// A template description that breaks a rule: which field ("canvas.fps", "positions[2].rect.x")
+/// and why, in a sentence a user can act on (a 400 answer's detail).
+public typealias TemplateValidationError = JSONDocumentError
