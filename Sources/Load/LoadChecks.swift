@@ -97,11 +97,13 @@ struct LoadChecks {
     }
 
     var loss: Check {
+        // An impaired run allows the loss it asked for on top of the bound.
+        let bound = options.maxLossFraction + (options.impairment?.loss ?? 0)
         let problems = zip(identities, results).compactMap { identity, result -> String? in
             let loss = LoadRun.loss(result)
-            return loss > options.maxLossFraction ? "\(identity) lost \(String(format: "%.2f", loss * 100))% of what the host sent" : nil
+            return loss > bound ? "\(identity) lost \(String(format: "%.2f", loss * 100))% of what the host sent" : nil
         }
-        return named("loss at most \(String(format: "%.1f", options.maxLossFraction * 100))%", problems, passed: "")
+        return named("loss at most \(String(format: "%.1f", bound * 100))%", problems, passed: "")
     }
 
     var compositeArrives: Check {

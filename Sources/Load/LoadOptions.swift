@@ -52,6 +52,10 @@ public struct LoadOptions: Sendable, Equatable {
     public var maxAudioLatencyMilliseconds = 500.0
     public var maxVideoLatencyMilliseconds = 800.0
     public var maxLossFraction = 0.02
+    /// The network each participant's media (RTP and RTCP, both ways) meets; nil for none.
+    public var impairment: NetworkImpairment?
+    /// Seeds the impairment (each participant's own network is seeded from it).
+    public var seed: UInt64 = 1
 
     public init() {}
 
@@ -60,11 +64,14 @@ public struct LoadOptions: Sendable, Equatable {
                             [--join-rate 10] [--video 640x360@30|off] [--speakers 3] [--churn 0]
                             [--audio-levels on|off] [--decoders 2] [--report PATH|none] [--max-audio-latency 500ms]
                             [--max-video-latency 800ms] [--max-loss 2%] [--allow-remote] [--quiet]
+                            [--loss 5%] [--burst 3] [--jitter 50ms] [--reorder 1%] [--seed 1]
         Synthetic participants join the room, send their tone and colour, check what they receive,
         and report: a table on standard output, and PATH.json and PATH.html (by default
         reports/tessera-load-YYYYMMDD-HHMMSS under the working directory; --report none writes
-        none). --name=value works as well as --name value. Exit status 0 only when every check
-        passed, 1 when a check failed, 2 for bad arguments.
+        none). --loss, --burst, --jitter and --reorder put each participant's media (RTP and RTCP,
+        both ways) through a seeded lossy network; the loss check then allows the loss given plus
+        --max-loss. --name=value works as well as --name value. Exit status 0 only when every
+        check passed, 1 when a check failed, 2 for bad arguments.
         """
 
     /// Reads `tessera load`'s arguments (after the subcommand).
@@ -119,6 +126,25 @@ public struct LoadOptions: Sendable, Equatable {
                 guard let bound = Self.duration(value), bound > .zero else { throw bad("a duration like 400ms") }
                 let milliseconds = bound.seconds * 1000
                 if name == "max-audio-latency" { maxAudioLatencyMilliseconds = milliseconds } else { maxVideoLatencyMilliseconds = milliseconds }
+            case "loss", "reorder":
+                let number = value.hasSuffix("%") ? Double(value.dropLast()).map { $0 / 100 } : Double(value)
+                guard let fraction = number, fraction >= 0, fraction <= 1 else { throw bad("a fraction like 0.05 or 5%") }
+                var impairment = self.impairment ?? NetworkImpairment(delay: .zero)
+                if name == "loss" { impairment.loss = fraction } else { impairment.reorder = fraction }
+                self.impairment = impairment
+            case "burst":
+                guard let length = Double(value), length >= 1, length <= 100 else { throw bad("a mean burst length from 1 to 100 packets") }
+                var impairment = self.impairment ?? NetworkImpairment(delay: .zero)
+                impairment.burstLength = length
+                self.impairment = impairment
+            case "jitter":
+                guard let jitter = Self.duration(value), jitter <= .seconds(10) else { throw bad("a duration like 50ms") }
+                var impairment = self.impairment ?? NetworkImpairment(delay: .zero)
+                impairment.jitter = jitter
+                self.impairment = impairment
+            case "seed":
+                guard let seed = UInt64(value) else { throw bad("a whole number") }
+                self.seed = seed
             case "max-loss":
                 let number = value.hasSuffix("%") ? Double(value.dropLast()).map { $0 / 100 } : Double(value)
                 guard let fraction = number, fraction >= 0, fraction <= 1 else { throw bad("a fraction like 0.02 or 2%") }

@@ -71,6 +71,9 @@ final class LoadParticipant {
 
     // One join's state.
     private var socket: UDPSocket?
+    /// The lossy network its media meets (`--loss`, `--jitter`…), both ways; nil for none.
+    private var network: (inbound: NetEm<UDPSocket.Datagram>, outbound: NetEm<Datagram>)?
+    private typealias Datagram = (bytes: [UInt8], destination: TransportAddress)
     private var transport: PeerTransport?
     private var answer: ClientAnswer?
     private var receiver: PeerReceiver?
@@ -156,6 +159,10 @@ final class LoadParticipant {
             return fail("UDP socket: \(error)")
         }
         self.socket = socket
+        if let impairment = model.options.impairment {
+            let seed = model.options.seed &+ UInt64(index) &* 0x9E37_79B9 &+ UInt64(generation) &* 7
+            network = (NetEm(impairment, seed: seed), NetEm(impairment, seed: seed &+ 1))
+        }
         state = .posting
         results.joins += 1
         postedAt = now
@@ -294,15 +301,25 @@ final class LoadParticipant {
             let batch = socket.receiveBatch()
             if batch.isEmpty { break }
             for datagram in batch where datagram.source == answer?.candidate {
-                transport?.handleDatagram(datagram.bytes, from: datagram.source, now: now)
+                if network != nil, Self.isMedia(datagram.bytes) {
+                    network?.inbound.send(datagram, now: now)
+                } else {
+                    transport?.handleDatagram(datagram.bytes, from: datagram.source, now: now)
+                }
             }
         }
         service(now: now)
     }
 
+    /// RFC 7983: a first byte of 128…191 is RTP or RTCP; STUN and DTLS are not impaired.
+    private static func isMedia(_ bytes: [UInt8]) -> Bool { bytes.first.map { (128...191).contains($0) } ?? false }
+
     /// Sends what the transport queued, takes its events, and sets the timer for what is due next.
     private func service(now: Instant) {
         guard let transport else { return }
+        for datagram in network?.inbound.receive(now: now) ?? [] {
+            transport.handleDatagram(datagram.bytes, from: datagram.source, now: now)
+        }
         while let event = transport.pollEvent() {
             switch event {
             case .secure:
@@ -327,14 +344,24 @@ final class LoadParticipant {
         flush()
         var due = transport.nextTimeout(now: now)
         if let reportDue = receiver?.nextTimeout { due = due.map { min($0, reportDue) } ?? reportDue }
+        for arrival in [network?.inbound.nextArrival, network?.outbound.nextArrival].compactMap({ $0 }) {
+            due = due.map { min($0, arrival) } ?? arrival
+        }
         guard let due else { return }
         timer.arm(at: due)
     }
 
     private func flush() {
         guard let transport, let socket else { return }
-        var datagrams: [(bytes: [UInt8], destination: TransportAddress)] = []
+        var datagrams: [Datagram] = []
         while let transmit = transport.pollTransmit() { datagrams.append(transmit) }
+        if var network {
+            let now = self.now
+            for datagram in datagrams where Self.isMedia(datagram.bytes) { network.outbound.send(datagram, now: now) }
+            datagrams.removeAll { Self.isMedia($0.bytes) }
+            datagrams += network.outbound.receive(now: now)
+            self.network = network
+        }
         if !datagrams.isEmpty { socket.send(datagrams) }
     }
 

@@ -28,6 +28,16 @@ import WireTesting
         #expect(options.maxLossFraction == 0.01)
     }
 
+    @Test func theImpairmentOptionsMakeTheNetworkEachParticipantMeets() throws {
+        let options = try LoadOptions(arguments: ["--loss", "5%", "--burst", "3", "--jitter", "50ms", "--reorder", "0.01", "--seed", "9"])
+        let impairment = try #require(options.impairment)
+        #expect(impairment.loss == 0.05 && impairment.burstLength == 3 && impairment.jitter == .milliseconds(50))
+        #expect(impairment.reorder == 0.01 && impairment.delay == .zero && options.seed == 9)
+        #expect(try LoadOptions(arguments: []).impairment == nil)
+        #expect(throws: LoadOptionsError.self) { try LoadOptions(arguments: ["--loss", "150%"]) }
+        #expect(throws: LoadOptionsError.self) { try LoadOptions(arguments: ["--burst", "0.5"]) }
+    }
+
     @Test func speakersAndDecodersNeverOutnumberTheParticipants() throws {
         let options = try LoadOptions(arguments: ["--participants", "2", "--speakers", "3", "--decoders", "5"])
         #expect(options.speakers == 2 && options.decoders == 2)
