@@ -204,20 +204,14 @@ public final class Room {
     /// The identities present (not viewers), in joining order.
     public var identities: [String] { participants.filter { !$0.isViewer }.map(\.identity) }
 
-    /// Why a layout is refused.
-    public struct LayoutRefusal: Error, Equatable {
-        public let field: String
-        public let reason: String
-    }
-
     /// Uses `layout` from the next picture on, and publishes `layoutChanged`. A template must
     /// name only participants present.
     @discardableResult
-    public func setLayout(_ layout: LayoutRequest) throws(LayoutRefusal) -> TemplateDescription {
+    public func setLayout(_ layout: LayoutRequest) throws(JSONDocumentError) -> TemplateDescription {
         if case .custom(let description) = layout {
             let present = Set(identities)
             for (index, position) in description.positions.enumerated() where !present.contains(position.participant) {
-                throw LayoutRefusal(field: "positions[\(index)].participant", reason: "\(position.participant) is not in room \(name)")
+                throw JSONDocumentError(field: "positions[\(index)].participant", reason: "\(position.participant) is not in room \(name)")
             }
         }
         self.layout = layout

@@ -97,7 +97,7 @@ final class HostedRoom {
     }
 
     /// `PUT …/layout` (`Room.setLayout`).
-    func setLayout(_ layout: LayoutRequest) throws(Room.LayoutRefusal) -> TemplateDescription {
+    func setLayout(_ layout: LayoutRequest) throws(JSONDocumentError) -> TemplateDescription {
         defer { carryOut() }
         return try room.setLayout(layout)
     }

@@ -31,8 +31,8 @@ extension HostAPI {
             guard let hosted = rooms.value.rooms[room] else {
                 return .failure(HTTPResponseError(404, "not found", "no room \(room)"))
             }
-            do throws(Room.LayoutRefusal) { return .success(try hosted.setLayout(layout)) } catch {
-                return .failure(HTTPResponseError(400, "bad layout", "`\(error.field)`: \(error.reason)"))
+            do throws(JSONDocumentError) { return .success(try hosted.setLayout(layout)) } catch {
+                return .failure(HTTPResponseError(400, "bad layout", error.description))
             }
         }
         .response { description in .json(200, description) }
