@@ -1,4 +1,5 @@
 import SDP
+import Streams
 import Wire
 
 /// A participant (or a viewer) of a room: who it is, what the room receives from it
@@ -29,13 +30,14 @@ public final class Participant {
     /// not secure.
     var rtcpDue: Instant?
 
-    init(id: String, identity: String, name: String?, isViewer: Bool, negotiated: NegotiatedSession, seed: UInt64, now: Instant) {
+    init(id: String, identity: String, name: String?, isViewer: Bool, negotiated: NegotiatedSession, seed: UInt64,
+         wallClock: NTPClockMapping, videoBitrate: Int, now: Instant) {
         self.id = id
         self.identity = identity
         self.name = name
         self.isViewer = isViewer
         inbound = ParticipantInbound(negotiated: negotiated, identity: identity, seed: seed, now: now)
-        outbound = ParticipantOutbound(negotiated: negotiated, seed: seed &+ 1, now: now)
+        outbound = ParticipantOutbound(negotiated: negotiated, seed: seed &+ 1, wallClock: wallClock, videoBitrate: videoBitrate)
     }
 
     /// Whether it can be sent the composite now.

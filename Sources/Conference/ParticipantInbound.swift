@@ -124,8 +124,11 @@ public final class ParticipantInbound {
         videoStalledSince = nil
     }
 
-    /// Compound RTCP packets due by `now` (receiver reports, NACK, PLI).
-    public func pollRTCP(now: Instant) -> [[UInt8]] { receiver.pollRTCP(now: now) }
+    /// Compound RTCP packets due by `now` (receiver reports, NACK, PLI); the regular report
+    /// carries `senderReports` about what the host sends it.
+    public func pollRTCP(now: Instant, senderReports: (Instant) -> [SenderReport] = { _ in [] }) -> [[UInt8]] {
+        receiver.pollRTCP(now: now, senderReports: senderReports)
+    }
 
     /// When `pollRTCP` next has something.
     public var nextTimeout: Instant? { receiver.nextTimeout }

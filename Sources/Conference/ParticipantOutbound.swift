@@ -34,7 +34,17 @@ public struct ParticipantOutbound {
         return configuration
     }()
 
-    public init(negotiated: NegotiatedSession, seed: UInt64, now: Instant) {
+    /// Resends of the composite may use at most this share of its encoding's bit rate (RFC 4588
+    /// §7: repair must not crowd out the media); what goes unanswered past it is healed by a key
+    /// frame instead.
+    public static let retransmissionShare = 0.25
+    /// The mix's resends: its packets are small and its rate low; a few lost in a row are
+    /// worth resending whole.
+    static let audioRetransmissionBudget = 8_000
+
+    /// A participant's outbound streams: the mix and composite on its sections' host SSRCs, RTX
+    /// on the composite when negotiated; `wallClock` maps instants to NTP time for the SRs.
+    public init(negotiated: NegotiatedSession, seed: UInt64, wallClock: NTPClockMapping, videoBitrate: Int) {
         var generator = SplitMix64(seed: seed)
         let inbound = InboundSections(negotiated)
         audioSender = inbound.sections.first { !$0.isVideo }.flatMap { section in
@@ -44,24 +54,47 @@ public struct ParticipantOutbound {
                                timestamp: .random(in: 0...UInt32.max, using: &generator))
             }
         }
-        videoOut = inbound.sections.first(where: \.isVideo).flatMap { section in
+        let videoSection = inbound.sections.first(where: \.isVideo)
+        videoOut = videoSection.flatMap { section in
             section.hostSender.map { (SSRC(rawValue: $0.ssrc), section.codecPayloadType, UInt16.random(in: 0...UInt16.max, using: &generator)) }
         }
         bandwidth = videoOut.map { LowBandwidthDetector(hostVideo: $0.ssrc) }
         audioStream = audioSender.map { sender in
             var configuration = RTPSendStream.Configuration(ssrc: sender.ssrc, clockRate: 48_000)
             configuration.retransmission.capacity = 64
-            return RTPSendStream(configuration: configuration, clock: NTPClockMapping(instant: now, ntp: NTPTimestamp(rawValue: 0)))
+            configuration.retransmission.maxBytesPerSecond = Self.audioRetransmissionBudget
+            return RTPSendStream(configuration: configuration, clock: wallClock)
         }
         videoStream = videoOut.map { out in
             var configuration = RTPSendStream.Configuration(ssrc: out.ssrc, clockRate: 90_000)
+            // RFC 4588: resends on the RTX stream when the section negotiated one.
+            if let section = videoSection, let rtxSSRC = section.hostSender?.rtxSSRC, let rtxPayloadType = section.rtxPayloadType {
+                configuration.rtx = RTXConfiguration(ssrc: SSRC(rawValue: rtxSSRC), payloadType: rtxPayloadType,
+                                                     associatedPayloadType: out.payloadType)
+            }
             configuration.retransmission = Self.retransmission
-            return RTPSendStream(configuration: configuration, clock: NTPClockMapping(instant: now, ntp: NTPTimestamp(rawValue: 0)))
+            configuration.retransmission.maxBytesPerSecond = Int(Double(videoBitrate) * Self.retransmissionShare / 8)
+            return RTPSendStream(configuration: configuration, clock: wallClock,
+                                 firstRTXSequenceNumber: .random(in: 0...UInt16.max, using: &generator))
         }
     }
 
-    /// Composite packets sent again because it asked (NACK).
-    public var packetsResent: Int64 { videoStream?.retransmissionBuffer.packetsResent ?? 0 }
+    /// The composite's encoding changed: its resend budget follows the new rate.
+    public mutating func videoBitrateChanged(_ bitrate: Int) {
+        videoStream?.setRetransmissionBudget(bytesPerSecond: Int(Double(bitrate) * Self.retransmissionShare / 8))
+    }
+
+    /// The SRs of what it is sent (RFC 3550 §6.4.1), for its next regular report.
+    public func senderReports(now: Instant) -> [SenderReport] {
+        [audioStream, videoStream].compactMap { $0?.makeSenderReport(now: now) }
+    }
+
+    /// Packets of its composite and mix sent again because it asked (NACK).
+    public var packetsResent: Int64 {
+        (videoStream?.retransmissionBuffer.packetsResent ?? 0) + (audioStream?.retransmissionBuffer.packetsResent ?? 0)
+    }
+    /// Packets it asked for that no resend could bring (too old or unknown).
+    public var resendsRefused: Int64 { videoStream?.retransmissionBuffer.requestsUnanswerable ?? 0 }
 
     /// Whether it is sent a mix.
     public var receivesAudio: Bool { audioSender != nil }
@@ -72,7 +105,8 @@ public struct ParticipantOutbound {
     /// Its bandwidth estimate (bits/s); nil when it receives no video.
     public func bandwidthEstimate(now: Instant) -> Int? { bandwidth?.estimate.estimate(now: now).bitsPerSecond }
 
-    /// One packet of its mix (one 20 ms Opus frame), serialized; nil when it gets no mix.
+    /// One packet of its mix (one 20 ms Opus frame), serialized; nil when it gets no mix. Its
+    /// timestamp stands for `now`, the instant the mix was taken (the SRs' NTP↔RTP mapping).
     public mutating func mixPacket(_ payload: [UInt8], now: Instant) -> [UInt8]? {
         guard let bytes = audioSender?.packet(payload) else { return nil }
         audioStream?.packetSent(bytes: bytes, timestamp: audioSender?.lastTimestamp ?? 0, payloadSize: payload.count, now: now)
@@ -80,8 +114,9 @@ public struct ParticipantOutbound {
     }
 
     /// One encoded frame of the composite as this participant gets it: the room's packets with
-    /// its SSRC, payload type and sequence numbers; payload and timestamp unchanged.
-    public mutating func compositePackets(_ packets: [RTPPacket], now: Instant) -> [[UInt8]] {
+    /// its SSRC, payload type and sequence numbers; payload and timestamp unchanged. The
+    /// timestamp stands for `captureTime`, the instant the picture was drawn for.
+    public mutating func compositePackets(_ packets: [RTPPacket], captureTime: Instant, now: Instant) -> [[UInt8]] {
         guard var out = videoOut else { return [] }
         var serialized: [[UInt8]] = []
         serialized.reserveCapacity(packets.count)
@@ -94,7 +129,8 @@ public struct ParticipantOutbound {
             if let data = try? packet.serialized() {
                 serialized.append(data)
                 bytes += data.count
-                videoStream?.packetSent(bytes: data, timestamp: packet.timestamp, payloadSize: packet.payload.count, now: now)
+                videoStream?.packetSent(bytes: data, timestamp: packet.timestamp, payloadSize: packet.payload.count, now: now,
+                                        captureTime: captureTime)
             }
         }
         videoOut = out
@@ -109,13 +145,17 @@ public struct ParticipantOutbound {
     }
 
     /// Takes its RTCP about what it is sent: reports and REMB feed the bandwidth estimate; NACKs
-    /// about the composite are answered from its history (`retransmissions`); PLI and FIR about
-    /// its host video SSRC are returned for the room's key frame pacer.
+    /// are answered from the history (`retransmissions`: RTX where negotiated); PLI and FIR about
+    /// its host video SSRC are returned for the room's key frame pacer, and so is a NACK the
+    /// history could not answer: that picture is past repair, and a key frame heals it sooner
+    /// than the NACKs the receiver would send until its own timeout.
     public mutating func receiveRTCP(_ packets: [RTCPPacket], now: Instant) -> (keyFrameRequests: [KeyFrameRequest], retransmissions: [[UInt8]]) {
         bandwidth?.receive(packets, now: now)
+        let unanswerable = resendsRefused
         let retransmissions = (videoStream?.receivedRTCP(packets, now: now) ?? []) + (audioStream?.receivedRTCP(packets, now: now) ?? [])
         guard let out = videoOut else { return ([], retransmissions) }
         var requests: [KeyFrameRequest] = []
+        if resendsRefused > unanswerable { requests.append(.pictureLoss(sender: out.ssrc)) }
         for packet in packets {
             switch packet {
             case .pictureLossIndication(let pli) where pli.mediaSSRC == out.ssrc:

@@ -59,9 +59,14 @@ public final class Room {
     public var audioScheduleResets: Int { audioTicks.resets }
     public var videoScheduleResets: Int { videoTicks.resets }
 
-    /// `labels` draws names on tiles (nil: none, when the fonts could not be loaded).
-    public init(name: String, configuration: RoomConfiguration, labels: TextLabelRenderer?, seed: UInt64) {
+    /// Maps the shell's instants to NTP wall-clock time: the sender reports' NTP↔RTP mapping.
+    public let wallClock: NTPClockMapping
+
+    /// `labels` draws names on tiles (nil: none, when the fonts could not be loaded); `wallClock`
+    /// is read by the shell once (engines read no clock).
+    public init(name: String, configuration: RoomConfiguration, labels: TextLabelRenderer?, wallClock: NTPClockMapping, seed: UInt64) {
         self.name = name
+        self.wallClock = wallClock
         self.configuration = configuration
         var generator = SplitMix64(seed: seed)
         timestampOffset = .random(in: 0...UInt32.max, using: &generator)
@@ -105,7 +110,7 @@ public final class Room {
     public func join(id: String, identity: String, name: String?, negotiated: NegotiatedSession, isViewer: Bool = false,
                      seed: UInt64, now: Instant) -> Participant {
         let participant = Participant(id: id, identity: identity, name: name, isViewer: isViewer, negotiated: negotiated,
-                                      seed: seed, now: now)
+                                      seed: seed, wallClock: wallClock, videoBitrate: main.bitrate, now: now)
         participants.append(participant)
         byID[id] = participant
         for (component, error) in participant.inbound.startFailures { startFailures.append((component, error)) }
@@ -304,8 +309,10 @@ public final class Room {
     /// Key frames asked of the main encoder after pacing.
     public var keyFramesRequested: Int64 { main.keyFramesRequested }
 
-    /// Composite packets sent again because a receiver asked (NACK).
+    /// Composite and mix packets sent again because a receiver asked (NACK).
     public var packetsResent: Int64 { participants.reduce(0) { $0 + $1.outbound.packetsResent } }
+    /// Composite packets asked for that could not be resent (each brought a key frame instead).
+    public var resendsRefused: Int64 { participants.reduce(0) { $0 + $1.outbound.resendsRefused } }
 
     /// Receivers sent the lower encoding now.
     public var lowReceivers: Int { participants.filter { $0.receivesVideoNow && $0.outbound.videoEncoding == .low }.count }
@@ -313,7 +320,10 @@ public final class Room {
     /// Sends the participant's RTCP that is due, and notes when more will be.
     private func serviceRTCP(_ participant: Participant, now: Instant) {
         guard participant.state == .secure else { return }
-        for compound in participant.inbound.pollRTCP(now: now) { emit(.sendRTCP(participant: participant.id, bytes: compound)) }
+        let outbound = participant.outbound
+        for compound in participant.inbound.pollRTCP(now: now, senderReports: outbound.senderReports) {
+            emit(.sendRTCP(participant: participant.id, bytes: compound))
+        }
         participant.rtcpDue = participant.inbound.nextTimeout
         if let due = participant.rtcpDue, due < (soonestRTCP ?? due + .seconds(1)) { soonestRTCP = due }
     }
@@ -420,9 +430,10 @@ public final class Room {
             for participant in participants where participant.receivesVideoNow {
                 if frame.isKeyFrame, participant.outbound.videoEncoding != kind, participant.outbound.wantedVideoEncoding == kind {
                     participant.outbound.videoEncoding = kind
+                    participant.outbound.videoBitrateChanged(encoding.bitrate)
                 }
                 guard participant.outbound.videoEncoding == kind else { continue }
-                for bytes in participant.outbound.compositePackets(packets, now: now) {
+                for bytes in participant.outbound.compositePackets(packets, captureTime: frame.captureTime, now: now) {
                     emit(.sendRTP(participant: participant.id, bytes: bytes))
                 }
                 sent = true

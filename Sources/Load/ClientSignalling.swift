@@ -2,6 +2,7 @@ import Wire
 import Foundation
 import RTP
 import SDP
+import Streams
 import Transport
 
 /// The offer a client of the host writes, and what it reads back from the answer: the
@@ -146,6 +147,9 @@ public struct ClientAnswer: Sendable {
     public let candidate: TransportAddress
     /// The host's SSRC for each accepted mid (its `a=ssrc` cname line).
     public let hostSSRCs: [String: UInt32]
+    /// The host's RTX stream for each accepted mid that has one (RFC 4588: the `rtx` format and
+    /// the `a=ssrc-group:FID` pair).
+    public let hostRTX: [String: RTXConfiguration]
     /// The negotiated id of the sdes:mid header extension.
     public let midExtensionID: UInt8?
     /// The negotiated id of the audio level extension, when the host accepted it.
@@ -178,10 +182,18 @@ public struct ClientAnswer: Sendable {
             throw .badAnswer("no usable UDP host candidate")
         }
         var hostSSRCs: [String: UInt32] = [:]
+        var hostRTX: [String: RTXConfiguration] = [:]
         for section in description.media where section.port != 0 {
             guard let mid = section.mid, let cnameLine = section.ssrcAttributes.first(where: { $0.attribute == "cname" }) else { continue }
             hostSSRCs[mid] = cnameLine.ssrc
+            let rtxMap = section.rtpMaps.first { $0.encodingName.lowercased() == "rtx" }
+            let pair = section.ssrcGroups.first { $0.semantics.uppercased() == "FID" && $0.ssrcs.count == 2 && $0.ssrcs[0] == cnameLine.ssrc }
+            if let rtxMap, let pair, let media = section.rtpMaps.first(where: { $0.encodingName.lowercased() != "rtx" }) {
+                hostRTX[mid] = RTXConfiguration(ssrc: SSRC(rawValue: pair.ssrcs[1]), payloadType: PayloadType(rawValue: rtxMap.payloadType),
+                                                associatedPayloadType: PayloadType(rawValue: media.payloadType))
+            }
         }
+        self.hostRTX = hostRTX
         self.description = description
         self.location = location
         hostICE = ICECredentials(ufrag: ufrag, password: pwd)

@@ -28,6 +28,8 @@ final class LoadParticipant {
         var firstFrameMilliseconds: Double?
         var audioPacketsReceived = 0
         var videoPacketsReceived = 0
+        /// Composite packets that came again (on the host's RTX stream) after a NACK.
+        var retransmissionsReceived = 0
         var packetsExpected: Int64 = 0
         var packetsLost: Int64 = 0
         var jitterMilliseconds: [Double] = []
@@ -35,6 +37,12 @@ final class LoadParticipant {
         var framesDecoded = 0
         var freezes = 0
         var freezeMilliseconds = 0.0
+        var longestFreezeMilliseconds = 0.0
+        /// Key frames of the composite that arrived (the first, and each one repair asked for).
+        var keyFramesReceived = 0
+        /// Generic NACKs and key frame requests it sent about the composite.
+        var nacksSent = 0
+        var keyFrameRequestsSent = 0
         var connectedMilliseconds = 0.0
         /// Per speaker index: mix frames in which that speaker should have been heard, and was.
         var framesExpectingSpeaker: [Int: Int] = [:]
@@ -63,6 +71,7 @@ final class LoadParticipant {
     private let pictureLoop: PictureLoop?
     private let audioSSRC = UInt32.random(in: 1...UInt32.max)
     private let videoSSRC = UInt32.random(in: 1...UInt32.max)
+    private let videoRTXSSRC = UInt32.random(in: 1...UInt32.max)
 
     private(set) var state = State.absent
     private(set) var results = Results()
@@ -79,6 +88,7 @@ final class LoadParticipant {
     private var receiver: PeerReceiver?
     private var hostAudio: SSRC?
     private var hostVideo: SSRC?
+    private var hostVideoRTX: RTXConfiguration?
     /// When its transport or receive side next needs the time.
     private lazy var timer: DeadlineTimer = {
         let timer = DeadlineTimer(loop: loop)
@@ -169,7 +179,7 @@ final class LoadParticipant {
         let ice = ICECredentials.random()
         // An audio-only run offers no video at all: the host composes and sends nothing for it.
         var sections: [ClientOffer.Section] = [.opus(mid: "0", ssrc: audioSSRC)]
-        if model.options.video != nil { sections.append(.vp8(mid: "1", ssrc: videoSSRC)) }
+        if model.options.video != nil { sections.append(.vp8(mid: "1", ssrc: videoSSRC, rtxSSRC: videoRTXSSRC)) }
         let offer = ClientOffer(ice: ice, fingerprint: certificate.fingerprint, cname: identity, sections: sections,
                                 offersAudioLevel: model.options.audioLevels)
         let body = offer.description.serializedBytes()
@@ -210,7 +220,12 @@ final class LoadParticipant {
         hostVideo = answer.hostSSRCs["1"].map { SSRC($0) }
         var receiver = PeerReceiver(localSSRC: SSRC(audioSSRC), cname: identity, reducedSize: true, seed: UInt64(index + 1), now: now)
         if let hostAudio { receiver.add(.init(mediaSSRC: hostAudio, clockRate: 48_000, isVideo: false, nack: false)) }
-        if let hostVideo { receiver.add(.init(mediaSSRC: hostVideo, clockRate: 90_000, isVideo: true, nack: true)) }
+        hostVideoRTX = answer.hostRTX["1"]
+        if let hostVideo { receiver.add(.init(mediaSSRC: hostVideo, clockRate: 90_000, isVideo: true, rtx: hostVideoRTX, nack: true)) }
+        // The host's NACKs about our camera are answered on our RTX stream when it took it.
+        let videoAnswer = answer.description.media.first { $0.mid == "1" }
+        let acceptsRTX = videoAnswer?.rtpMaps.contains { $0.encodingName.lowercased() == "rtx" } ?? false
+        history.rtx = acceptsRTX ? RTXConfiguration(ssrc: SSRC(videoRTXSSRC), payloadType: PayloadType(97), associatedPayloadType: PayloadType(96)) : nil
         self.receiver = receiver
         if decodes {
             do {
@@ -339,6 +354,8 @@ final class LoadParticipant {
         guard self.transport != nil else { return }
         if var receiver {
             for compound in receiver.pollRTCP(now: now) { _ = transport.sendRTCP(compound) }
+            results.nacksSent = receiver.nacksSent
+            results.keyFrameRequestsSent = receiver.keyFrameRequestsSent
             self.receiver = receiver
         }
         flush()
@@ -441,6 +458,7 @@ final class LoadParticipant {
             heard(media, now: now)
         } else if media.ssrc == hostVideo {
             results.videoPacketsReceived += 1
+            if packet.ssrc == hostVideoRTX?.ssrc { results.retransmissionsReceived += 1 }
             saw(media, now: now)
         }
     }
@@ -487,12 +505,17 @@ final class LoadParticipant {
 
     /// A composite packet: frames, freezes, and the decoded pictures' checks.
     private func saw(_ packet: RTPPacket, now: Instant) {
+        if let (descriptor, length) = try? VP8PayloadDescriptor.parse(packet.payload), descriptor.isStartOfFrame,
+           descriptor.partitionIndex == 0, let first = packet.payload.dropFirst(length).first, VP8FrameHeader.isKeyFrame(firstByte: first) {
+            results.keyFramesReceived += 1
+        }
         if packet.marker, packet.timestamp != lastFrameTimestamp {
             lastFrameTimestamp = packet.timestamp
             results.videoFramesReceived += 1
             if let last = lastFrameArrival, now - last > .milliseconds(200) {
                 results.freezes += 1
                 results.freezeMilliseconds += seconds(now - last) * 1000
+                results.longestFreezeMilliseconds = max(results.longestFreezeMilliseconds, seconds(now - last) * 1000)
             }
             lastFrameArrival = now
             if !decodes, results.firstFrameMilliseconds == nil, let postedAt {

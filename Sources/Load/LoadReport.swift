@@ -24,6 +24,13 @@ public struct LoadReport: Codable, Sendable {
         public var framesDecoded: Int
         public var freezes: Int
         public var freezeMilliseconds: Double
+        public var longestFreezeMilliseconds: Double
+        /// Repair of the composite: NACKs and key frame requests it sent, packets that came
+        /// again on the host's RTX stream, and key frames that arrived.
+        public var nacksSent: Int
+        public var keyFrameRequestsSent: Int
+        public var retransmissionsReceived: Int
+        public var keyFramesReceived: Int
         /// Per speaker heard: the fraction of the mix frames (while it spoke) that held its tone.
         public var heard: [String: Double]
         /// The fraction of mix frames holding the participant's own tone (speakers only).
@@ -63,6 +70,13 @@ public struct LoadReport: Codable, Sendable {
         public var lossFractionMax: Double
         public var jitterMillisecondsMedian: Double?
         public var freezes: Int
+        /// The longest time any receiver's composite stood still (over 200 ms).
+        public var longestFreezeMilliseconds: Double
+        /// Repair over all receivers: NACKs sent, packets resent on RTX, key frames received
+        /// (median per receiver).
+        public var nacksSent: Int
+        public var retransmissionsReceived: Int
+        public var keyFramesPerReceiverMedian: Double?
         /// While everyone was in (from the last join plus 2 s to the end):
         public var steadySeconds: Double
         public var hostCPU: Double?
@@ -113,7 +127,9 @@ public struct LoadReport: Codable, Sendable {
             ("video latency median / p95", "\(value(f.videoLatencyMillisecondsMedian, " ms")) / \(value(f.videoLatencyMillisecondsP95, " ms"))"),
             ("loss, worst participant", value(f.lossFractionMax * 100, " %", digits: 2)),
             ("jitter, median", value(f.jitterMillisecondsMedian, " ms")),
-            ("freezes (> 200 ms)", "\(f.freezes)"),
+            ("freezes (> 200 ms), longest", "\(f.freezes), \(value(f.longestFreezeMilliseconds, " ms", digits: 0))"),
+            ("NACKs sent / resent packets received", "\(f.nacksSent) / \(f.retransmissionsReceived)"),
+            ("key frames per receiver, median", value(f.keyFramesPerReceiverMedian, digits: 0)),
             ("host CPU (cores)", value(f.hostCPU, digits: 3)),
             ("host CPU per participant", value(f.hostCPUPerParticipant.map { $0 * 100 }, " % of a core", digits: 2)),
             ("composite frames per second", value(f.compositeFramesPerSecond)),

@@ -268,7 +268,11 @@ public final class LoadRun {
             videoLatencyMillisecondsMedian: Percentile.of(videoValues, 0.5), videoLatencyMillisecondsP95: Percentile.of(videoValues, 0.95),
             lossFractionMax: results.map(Self.loss).max() ?? 0,
             jitterMillisecondsMedian: Percentile.of(results.flatMap(\.jitterMilliseconds), 0.5),
-            freezes: results.reduce(0) { $0 + $1.freezes }, steadySeconds: max(0, end - steadyStart),
+            freezes: results.reduce(0) { $0 + $1.freezes },
+            longestFreezeMilliseconds: results.map(\.longestFreezeMilliseconds).max() ?? 0,
+            nacksSent: results.reduce(0) { $0 + $1.nacksSent }, retransmissionsReceived: results.reduce(0) { $0 + $1.retransmissionsReceived },
+            keyFramesPerReceiverMedian: options.video == nil ? nil : Percentile.of(results.map { Double($0.keyFramesReceived) }, 0.5),
+            steadySeconds: max(0, end - steadyStart),
             hostCPU: hostCPU, hostCPUPerParticipant: hostCPU.map { $0 / count },
             compositeFramesPerSecond: options.video == nil ? nil : hostWindow("tessera_video_frames_composed"),
             compositePicturesDropped: options.video == nil ? nil : hostDelta("tessera_video_pictures_dropped"),
@@ -285,7 +289,9 @@ public final class LoadRun {
                 audioPacketsReceived: result.audioPacketsReceived, videoPacketsReceived: result.videoPacketsReceived,
                 lossFraction: Self.loss(result), jitterMilliseconds: Percentile.of(result.jitterMilliseconds, 0.5) ?? 0,
                 videoFramesReceived: result.videoFramesReceived, framesDecoded: result.framesDecoded, freezes: result.freezes,
-                freezeMilliseconds: result.freezeMilliseconds,
+                freezeMilliseconds: result.freezeMilliseconds, longestFreezeMilliseconds: result.longestFreezeMilliseconds,
+                nacksSent: result.nacksSent, keyFrameRequestsSent: result.keyFrameRequestsSent,
+                retransmissionsReceived: result.retransmissionsReceived, keyFramesReceived: result.keyFramesReceived,
                 heard: Dictionary(uniqueKeysWithValues: result.framesExpectingSpeaker.map { speaker, frames in
                     ("load-\(speaker)", Double(result.framesHearingSpeaker[speaker] ?? 0) / Double(max(frames, 1)))
                 }),

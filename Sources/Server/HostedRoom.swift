@@ -36,7 +36,8 @@ final class HostedRoom {
             StartFailures.shared.record("text-renderer", error)  // tiles go without names
             labels = nil
         }
-        room = Room(name: name, configuration: configuration, labels: labels, seed: UInt64.random(in: 0...UInt64.max))
+        room = Room(name: name, configuration: configuration, labels: labels, wallClock: .reading(port.loop.clock),
+                    seed: UInt64.random(in: 0...UInt64.max))
         loop = port.loop
         self.port = port
         self.events = events

@@ -31,8 +31,10 @@ struct AcceptedOffer: Sendable {
         var senders: [String: HostSender] = [:]
         for section in offer.media where sends(section.kind) {
             guard let mid = section.mid else { continue }
-            senders[mid] = HostSender(ssrc: UInt32.random(in: 1...UInt32.max, using: &generator), cname: cname,
-                                      streamID: cname, trackID: "\(section.kind.name)-\(mid)")
+            // Video gets an RTX stream too (RFC 4588), announced only when the offer has RTX.
+            senders[mid] = HostSender(ssrc: UInt32.random(in: 1...UInt32.max, using: &generator),
+                                      rtxSSRC: section.kind == .video ? UInt32.random(in: 1...UInt32.max, using: &generator) : nil,
+                                      cname: cname, streamID: cname, trackID: "\(section.kind.name)-\(mid)")
         }
         let parameters = HostParameters(
             iceUsernameFragment: localICE.ufrag, icePassword: localICE.password,

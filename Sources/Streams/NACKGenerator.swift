@@ -34,6 +34,9 @@ public struct NACKGenerator: Sendable {
         public var maxMissingPackets: Int = 1000
         /// Whether a give-up raises `keyFrameNeeded` (video; audio just conceals the loss).
         public var requestsKeyFrameOnGiveUp: Bool = true
+        /// The longest the learned reorder wait may grow: beyond it a late packet is asked for
+        /// anyway (repair that comes late beats a frozen picture).
+        public var maximumReorderDelay: Duration = .milliseconds(120)
 
         /// The defaults: 3 packets or 15 ms reorder wait, 100 ms RTT until measured, 10 requests,
         /// 1000 packets or 1 s window, keyframe on give-up.
@@ -67,6 +70,12 @@ public struct NACKGenerator: Sendable {
     public private(set) var packetsGivenUp: Int64 = 0
     /// NACK requests made so far (one per sequence number per request).
     public private(set) var requestsSent: Int64 = 0
+    /// How long after their gap showed late originals arrived: 5 ms buckets, decaying so that
+    /// the path's recent behaviour counts.
+    private var reorderHistogram = [Double](repeating: 0, count: 48)
+    /// The 95th percentile of `reorderHistogram`: the learned wait before a first request.
+    public private(set) var learnedReorderDelay: Duration = .zero
+    static let reorderBucket: Duration = .milliseconds(5)
 
     /// A generator with this configuration.
     public init(configuration: Configuration = Configuration()) {
@@ -88,14 +97,14 @@ public struct NACKGenerator: Sendable {
 
     /// Records the arrival of the packet with this extended sequence number (from
     /// `RTPReceiveStatistics.record`), original or retransmitted.
-    public mutating func packetArrived(extendedSequenceNumber sequence: Int64, now: Instant) {
+    public mutating func packetArrived(extendedSequenceNumber sequence: Int64, now: Instant, isRetransmission: Bool = false) {
         arrivals &+= 1
         guard let last = highest else {
             highest = sequence
             return
         }
         if sequence <= last {
-            markReceived(sequence)
+            if let detectedAt = markReceived(sequence), !isRetransmission { learnReordering(now - detectedAt) }
             return
         }
         // Every number between the old highest and this one is missing.
@@ -147,9 +156,14 @@ public struct NACKGenerator: Sendable {
             }
             if entry.requests == 0 {
                 let laterPackets = arrivals &- entry.arrivalsAtDetection
-                guard laterPackets >= UInt64(max(0, configuration.reorderPacketThreshold))
-                    || now - entry.detectedAt >= configuration.reorderDelay
-                else { continue }
+                let waited = now - entry.detectedAt
+                if learnedReorderDelay > configuration.reorderDelay {
+                    guard waited >= learnedReorderDelay else { continue }
+                } else {
+                    guard laterPackets >= UInt64(max(0, configuration.reorderPacketThreshold))
+                        || waited >= configuration.reorderDelay
+                    else { continue }
+                }
             } else {
                 guard now - entry.lastRequestedAt >= interval else { continue }
                 if Int(entry.requests) >= configuration.maxRequestsPerPacket {
@@ -175,7 +189,7 @@ public struct NACKGenerator: Sendable {
             let entry = entries[index]
             let next =
                 entry.requests == 0
-                ? entry.detectedAt + configuration.reorderDelay
+                ? entry.detectedAt + max(configuration.reorderDelay, learnedReorderDelay)
                 : entry.lastRequestedAt + interval
             let due = min(next, entry.detectedAt + configuration.maxTimeAge)
             if earliest.map({ due < $0 }) ?? true { earliest = due }
@@ -197,7 +211,34 @@ public struct NACKGenerator: Sendable {
         missingCount += 1
     }
 
-    private mutating func markReceived(_ sequence: Int64) {
+    /// A late original arrived `delay` after its gap showed: the histogram decays a little and
+    /// counts it, and the wait becomes its 95th percentile.
+    private mutating func learnReordering(_ delay: Duration) {
+        let bucketNanoseconds = Self.reorderBucket.nanosecondsClamped
+        let bucket = min(reorderHistogram.count - 1, Int(max(0, delay.nanosecondsClamped) / bucketNanoseconds))
+        var total = 0.0
+        for index in reorderHistogram.indices {
+            reorderHistogram[index] *= 0.995
+            total += reorderHistogram[index]
+        }
+        reorderHistogram[bucket] += 1
+        total += 1
+        var seen = 0.0
+        var percentile = reorderHistogram.count
+        for index in reorderHistogram.indices {
+            seen += reorderHistogram[index]
+            if seen >= 0.95 * total {
+                percentile = index + 1
+                break
+            }
+        }
+        learnedReorderDelay = min(configuration.maximumReorderDelay, .nanoseconds(Int64(percentile) * bucketNanoseconds))
+    }
+
+    /// Clears a missing number that arrived; returns when its gap showed (nil when it was not
+    /// missing).
+    @discardableResult
+    private mutating func markReceived(_ sequence: Int64) -> Instant? {
         // Binary search: entries are in ascending sequence order.
         var low = head
         var high = entries.count
@@ -205,9 +246,9 @@ public struct NACKGenerator: Sendable {
             let middle = (low + high) / 2
             if entries[middle].sequence < sequence { low = middle + 1 } else { high = middle }
         }
-        if low < entries.count, entries[low].sequence == sequence, entries[low].isLive {
-            kill(at: low, givingUp: false)
-        }
+        guard low < entries.count, entries[low].sequence == sequence, entries[low].isLive else { return nil }
+        kill(at: low, givingUp: false)
+        return entries[low].detectedAt
     }
 
     private mutating func kill(at index: Int, givingUp: Bool) {

@@ -122,8 +122,10 @@ public struct PeerReceiver: Sendable {
     public private(set) var keyFrameRequestsSent = 0
 
     /// The compound packets to send now, serialized: feedback that is due, and the regular report
-    /// when due.
-    public mutating func pollRTCP(now: Instant) -> [[UInt8]] {
+    /// when due. `senderReports` are the SRs of the streams we send this peer (RFC 3550 §6.4.1),
+    /// asked for only when the regular report is due: the one from `localSSRC` carries the report
+    /// blocks in place of the RR, each other goes in a compound of its own with its CNAME.
+    public mutating func pollRTCP(now: Instant, senderReports: (Instant) -> [SenderReport] = { _ in [] }) -> [[UInt8]] {
         var feedback: [RTCPPacket] = []
         for index in streams.indices { feedback += streams[index].pollFeedback(now: now) }
         for packet in feedback {
@@ -138,10 +140,19 @@ public struct PeerReceiver: Sendable {
             for index in streams.indices {
                 if let report = streams[index].makeReceptionReport(now: now) { reports.append(report) }
             }
-            let compound = builder.report(localSSRC: localSSRC, senderReport: nil, reports: reports, feedback: feedback)
+            let senders = senderReports(now)
+            scheduler.weSent = !senders.isEmpty
+            let own = senders.first { $0.ssrc == localSSRC }
+            let compound = builder.report(localSSRC: localSSRC, senderReport: own, reports: reports, feedback: feedback)
             guard let bytes = try? RTCPPacket.serializeCompound(compound) else { return [] }
             scheduler.reportSent(size: bytes.count, now: now)
-            return [bytes]
+            var out = [bytes]
+            for report in senders where report.ssrc != localSSRC {
+                if let more = try? RTCPPacket.serializeCompound(builder.report(localSSRC: report.ssrc, senderReport: report, reports: [])) {
+                    out.append(more)
+                }
+            }
+            return out
         }
         guard !feedback.isEmpty, let bytes = try? RTCPPacket.serializeCompound(builder.feedback(localSSRC: localSSRC, feedback)) else {
             return []

@@ -84,7 +84,7 @@ public struct RTPReceiveStream: Sendable {
                                         payloadSize: payloadSize, arrival: now, isRetransmission: isRetransmission)
         switch arrival {
         case .accepted(let extended):
-            nack?.packetArrived(extendedSequenceNumber: extended, now: now)
+            nack?.packetArrived(extendedSequenceNumber: extended, now: now, isRetransmission: isRetransmission)
         case .restarted(let extended):
             nack?.reset()
             nack?.packetArrived(extendedSequenceNumber: extended, now: now)

@@ -131,8 +131,16 @@ public struct RTPSendStream: Sendable {
     private mutating func receivedReportBlocks(_ blocks: [ReceptionReport], now: Instant) {
         for block in blocks where block.ssrc == configuration.ssrc {
             lastReceptionReport = block
-            if let rtt = block.roundTripTime(arrival: clock.ntp(at: now)) { roundTripTime = rtt }
+            if let rtt = block.roundTripTime(arrival: clock.ntp(at: now)) {
+                roundTripTime = rtt
+                retransmissionBuffer.roundTripTime = rtt
+            }
         }
+    }
+
+    /// Holds resends to `bytesPerSecond` from now on (a share of the stream's current rate).
+    public mutating func setRetransmissionBudget(bytesPerSecond: Int) {
+        retransmissionBuffer.setBudget(bytesPerSecond: bytesPerSecond)
     }
 
     /// Whether to encode a keyframe now (coalesced receiver requests).

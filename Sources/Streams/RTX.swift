@@ -93,7 +93,8 @@ public struct RetransmissionBuffer: Sendable {
         public var capacity: Int = 1024
         /// Packets older than this are not resent.
         public var maxAge: Duration = .seconds(1)
-        /// A packet is resent at most once per this interval.
+        /// A packet is resent at most once per this interval, or per round trip when one is
+        /// known (a receiver asks again before the resend could have reached it).
         public var minimumResendInterval: Duration = .milliseconds(10)
         /// Resent bytes per second at most (RTP bytes, before SRTP).
         public var maxBytesPerSecond: Int = 250_000
@@ -108,8 +109,8 @@ public struct RetransmissionBuffer: Sendable {
         var bytes: [UInt8]
     }
 
-    /// The configuration in use.
-    public let configuration: Configuration
+    /// The configuration in use (the byte budget may change with the stream's rate: `setBudget`).
+    public private(set) var configuration: Configuration
     /// RTX stream, when negotiated.
     public var rtx: RTXConfiguration?
     /// The RTX stream's next sequence number.
@@ -118,10 +119,17 @@ public struct RetransmissionBuffer: Sendable {
     private let mask: Int
     private var tokens: Double
     private var tokensUpdatedAt: Instant?
+    /// The round trip to the receiver, when measured: no packet is resent twice within it (as
+    /// libwebrtc's packet history does), since a second request inside it crossed the first resend.
+    public var roundTripTime: Duration?
     /// Packets resent so far.
     public private(set) var packetsResent: Int64 = 0
     /// Requested packets not resent: unknown, too old, paced or over the byte budget.
     public private(set) var requestsRefused: Int64 = 0
+    /// Requested packets that no resend can bring any more: unknown or too old (not those paced
+    /// or over the budget, which a later request may still get). A receiver missing these needs
+    /// a key frame instead.
+    public private(set) var requestsUnanswerable: Int64 = 0
 
     /// A buffer with these bounds; `rtx` and the RTX stream's first sequence number (random per
     /// RFC 3550 §5.1) when RTX is negotiated.
@@ -135,6 +143,13 @@ public struct RetransmissionBuffer: Sendable {
         slots = [Slot?](repeating: nil, count: size)
         mask = size - 1
         tokens = Double(configuration.maxBytesPerSecond)
+    }
+
+    /// Holds all resends to `bytesPerSecond` from now on: repair as a share of the stream's rate,
+    /// so that it never crowds out the media it repairs.
+    public mutating func setBudget(bytesPerSecond: Int) {
+        configuration.maxBytesPerSecond = max(0, bytesPerSecond)
+        tokens = min(tokens, Double(configuration.maxBytesPerSecond))
     }
 
     /// Keeps a sent packet (serialized, before SRTP). Bytes that are not an RTP header are ignored.
@@ -177,9 +192,10 @@ public struct RetransmissionBuffer: Sendable {
             now - slot.sentAt <= configuration.maxAge
         else {
             requestsRefused += 1
+            requestsUnanswerable += 1
             return nil
         }
-        if let last = slot.lastResentAt, now - last < configuration.minimumResendInterval {
+        if let last = slot.lastResentAt, now - last < max(configuration.minimumResendInterval, roundTripTime ?? .zero) {
             requestsRefused += 1
             return nil
         }
@@ -197,6 +213,8 @@ public struct RetransmissionBuffer: Sendable {
             bytes = serialized
         }
         guard Double(bytes.count) <= tokens else {
+            // Not past repair: the receiver asks again a round trip later, when the budget has
+            // refilled.
             requestsRefused += 1
             return nil
         }

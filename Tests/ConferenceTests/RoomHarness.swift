@@ -42,8 +42,15 @@ final class MemoryPeer {
     private let camera: VP8Encoder
     private var packetizer: VideoSender
     private var videoStream: RTPSendStream
-    private let hostAudioSSRC: SSRC?
+    let hostAudioSSRC: SSRC?
     private let hostVideoSSRC: SSRC?
+    private var hostRTX: RTXConfiguration?
+    /// Composite packets that came again on the host's RTX stream.
+    private(set) var retransmissionsReceived = 0
+    /// The host's sender reports, by SSRC: the last one.
+    private(set) var senderReports: [SSRC: SenderReport] = [:]
+    /// Each new media packet of its mix and composite: SSRC, RTP timestamp and arrival.
+    private(set) var arrivals: [(ssrc: SSRC, timestamp: UInt32, at: Instant)] = []
     private let mix: AudioReceiver
     private let composite: VideoReceiver
     /// Receive repair of the composite, as a browser does it: NACK, PLI, receiver reports.
@@ -74,7 +81,7 @@ final class MemoryPeer {
                                   fingerprintSHA256: Array(repeating: "AB", count: 32).joined(separator: ":"),
                                   candidateAddresses: [HostCandidateAddress(address: "127.0.0.1", port: 50_000)],
                                   senders: ["0": HostSender(ssrc: UInt32(5000 + index * 10), cname: "host", streamID: "host", trackID: "mix"),
-                                            "1": HostSender(ssrc: UInt32(5001 + index * 10), cname: "host", streamID: "host", trackID: "composite")],
+                                            "1": HostSender(ssrc: UInt32(5001 + index * 10), rtxSSRC: UInt32(5002 + index * 10), cname: "host", streamID: "host", trackID: "composite")],
                                   sessionID: 1)
         negotiated = try negotiate(offer: offer.description, host: host)
         hostAudioSSRC = negotiated.media.first { $0.kind == .audio }?.hostSender.map { SSRC(rawValue: $0.ssrc) }
@@ -97,7 +104,12 @@ final class MemoryPeer {
         composite = try VideoReceiver()
         feedback = PeerReceiver(localSSRC: SSRC(rawValue: audioSSRC), cname: identity, reducedSize: true, seed: seed, now: now)
         if let hostVideoSSRC {
-            feedback.add(PeerReceiver.Source(mediaSSRC: hostVideoSSRC, clockRate: 90_000, isVideo: true, nack: true))
+            // The host's RTX stream for the composite (RFC 4588), as its answer announced it.
+            let hostVideo = negotiated.media.first { $0.kind == .video }
+            if let rtxSSRC = hostVideo?.hostSender?.rtxSSRC, let rtxPayloadType {
+                hostRTX = RTXConfiguration(ssrc: SSRC(rawValue: rtxSSRC), payloadType: rtxPayloadType, associatedPayloadType: videoPayloadType)
+            }
+            feedback.add(PeerReceiver.Source(mediaSSRC: hostVideoSSRC, clockRate: 90_000, isVideo: true, rtx: hostRTX, nack: true))
         }
         composite.onKeyFrameNeeded = { [weak self] in self?.keyFrameNeeded = true }
     }
@@ -133,13 +145,18 @@ final class MemoryPeer {
             switch packet {
             case .rtcp(let bytes):
                 let packets = try RTCPPacket.parseCompound(bytes)
+                feedback.receiveRTCP(packets, now: now)
+                for case .senderReport(let report) in packets { senderReports[report.ssrc] = report }
                 for retransmission in videoStream.receivedRTCP(packets, now: now) { up.send(.rtp(retransmission), now: now) }
                 if packets.contains(where: { if case .pictureLossIndication = $0 { true } else { false } }) { camera.requestKeyFrame() }
             case .rtp(let bytes):
                 let packet = try RTPPacket.parse(bytes)
+                if packet.ssrc == hostAudioSSRC || packet.ssrc == hostVideoSSRC { arrivals.append((packet.ssrc, packet.timestamp, now)) }
                 if packet.ssrc == hostAudioSSRC {
                     mix.receive(payload: Array(packet.payload), sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, arrival: now)
-                } else if packet.ssrc == hostVideoSSRC, case .media(let media) = feedback.receive(packet, now: now) {
+                } else if packet.ssrc == hostVideoSSRC || packet.ssrc == hostRTX?.ssrc,
+                          case .media(let media) = feedback.receive(packet, now: now) {
+                    if packet.ssrc == hostRTX?.ssrc { retransmissionsReceived += 1 }
                     if lastPicture == nil { lastPicture = now }
                     let wasWaiting = composite.isWaitingForKeyFrame
                     for picture in composite.receive(media, now: now) {
@@ -192,6 +209,9 @@ final class RoomHarness {
     private var nextAudio: Instant
     private var nextVideo: Instant
 
+    /// The room's wall clock: NTP 3_900_000_000 s at the harness's start.
+    static let wallClock = NTPClockMapping(instant: .milliseconds(10_000), ntp: NTPTimestamp(rawValue: 3_900_000_000 << 32))
+
     /// A small canvas, so that a test of seconds of media runs in a fraction of a second.
     static let canvas = VideoSize(width: 320, height: 192)
 
@@ -201,7 +221,7 @@ final class RoomHarness {
         configuration.height = Self.canvas.height
         configuration.fps = 15
         configuration.bitrate = 400_000
-        room = Room(name: "memory", configuration: configuration, labels: nil, seed: seed)
+        room = Room(name: "memory", configuration: configuration, labels: nil, wallClock: Self.wallClock, seed: seed)
         self.impairment = impairment
         self.seed = seed
         nextAudio = now

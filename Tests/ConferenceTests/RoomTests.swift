@@ -175,6 +175,37 @@ import WireTesting
         let nacks = harness.room.participants.reduce(0) { $0 + $1.inbound.nacksSent }
         #expect(nacks > 0, "the host asked for the packets it lost")
         #expect(harness.room.packetsResent > 0, "the host sent again what the peers asked for")
+        #expect([a, b, c].contains { $0.retransmissionsReceived > 0 }, "the host's resends came on its RTX stream")
         #expect(a.up.counters.lost > 0 && a.down.counters.lost > 0)
+    }
+
+    /// The host sends sender reports for the mix and the composite, and their NTP↔RTP mappings
+    /// place each packet at the wall-clock instant it stands for: the earliest arrive the link's
+    /// 10 ms after it, within the harness's 5 ms step (it encodes at once). So a receiver that
+    /// syncs by SR plays the two together.
+    @Test func senderReportsMapTheMixAndTheCompositeToOneClock() throws {
+        let (harness, a, b, _) = try threeInARoom()
+        try harness.run(for: .seconds(4))
+        for peer in [a, b] {
+            let ssrcs = Set(peer.arrivals.map(\.ssrc))
+            #expect(ssrcs.count == 2, "\(peer.identity) got the mix and the composite")
+            for ssrc in ssrcs {
+                guard let report = peer.senderReports[ssrc] else {
+                    Issue.record("\(peer.identity) got no sender report for \(ssrc)")
+                    continue
+                }
+                #expect(report.packetCount > 30, "the SR counts what was sent: \(report.packetCount)")
+                let isAudio = ssrc == peer.hostAudioSSRC
+                let rate = isAudio ? 48_000.0 : 90_000.0
+                let reportNTP = Double(report.ntpTimestamp) / 4_294_967_296
+                let lateness = peer.arrivals.filter { $0.ssrc == ssrc }.map { arrival in
+                    let mapped = reportNTP + Double(Int32(bitPattern: arrival.timestamp &- report.rtpTimestamp)) / rate
+                    return Double(RoomHarness.wallClock.ntp(at: arrival.at).rawValue) / 4_294_967_296 - mapped
+                }
+                let earliest = lateness.min() ?? 1
+                #expect(earliest > 0.0095 && earliest < 0.0155,
+                        "\(peer.identity): \(isAudio ? "mix" : "composite") packets arrive \(earliest * 1000) ms after their SR-mapped time at best")
+            }
+        }
     }
 }

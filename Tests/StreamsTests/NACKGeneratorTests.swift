@@ -136,4 +136,38 @@ import Wire
         }
         #expect(sawPLI)
     }
+
+    /// A path that reorders by up to 50 ms (packets every 5 ms, none lost): counting later
+    /// packets asks for a late packet again and again. The wait learns the path instead, and
+    /// asks for a small share of what a generator that cannot learn asks for, while a real loss
+    /// is still asked for once the learned wait has passed.
+    @Test func aReorderingPathTeachesTheWaitSoLatePacketsAreNotAskedFor() {
+        func run(_ generator: inout NACKGenerator) -> Int {
+            var random = SplitMix64(seed: 3)
+            var schedule: [(arrival: Int, sequence: Int64)] = []
+            for sequence in 0..<800 { schedule.append((sequence * 5 + Int(random.next() % 50), Int64(sequence))) }
+            schedule.sort { ($0.arrival, $0.sequence) < ($1.arrival, $1.sequence) }
+            var requested = 0, next = 0
+            for ms in 0..<4100 {
+                while next < schedule.count, schedule[next].arrival <= ms {
+                    generator.packetArrived(extendedSequenceNumber: schedule[next].sequence, now: at(ms))
+                    next += 1
+                }
+                requested += generator.pollLostSequenceNumbers(now: at(ms)).count
+            }
+            return requested
+        }
+        var fixed = NACKGenerator(configuration: { var c = NACKGenerator.Configuration(); c.maximumReorderDelay = .zero; return c }())
+        var learning = NACKGenerator()
+        let withoutLearning = run(&fixed), withLearning = run(&learning)
+        #expect(learning.learnedReorderDelay >= .milliseconds(30) && learning.learnedReorderDelay <= .milliseconds(55),
+                "learned \(learning.learnedReorderDelay)")
+        #expect(withoutLearning > 200, "counting packets asks for late ones: \(withoutLearning)")
+        #expect(withLearning * 10 < withoutLearning, "learning asks for \(withLearning)")
+        // A packet really lost is asked for once the learned wait has passed.
+        learning.packetArrived(extendedSequenceNumber: 900, now: at(5000))
+        learning.packetArrived(extendedSequenceNumber: 902, now: at(5000))
+        #expect(learning.pollLostSequenceNumbers(now: at(5000 + 25)).isEmpty)
+        #expect(learning.pollLostSequenceNumbers(now: at(5000 + 60)).contains(UInt16(901)))
+    }
 }

@@ -67,4 +67,36 @@ import Wire
         #expect(last.extendedHighestSequenceNumber & 0xFFFF == 99)
         #expect(receiver.nextTimeout != nil)
     }
+
+    /// The regular report carries the SRs of what we send the peer: the SR from the local SSRC
+    /// holds the report blocks (RFC 3550 §6.4.1), another stream's SR goes in a compound of its
+    /// own with its CNAME; between regular reports none is asked for.
+    @Test func regularReportsCarryOurSenderReports() throws {
+        var receiver = makeReceiver()
+        _ = receiver.receive(videoPacket(sequenceNumber: 1, timestamp: 0), now: at(0))
+        let video: SSRC = 0xBBBB
+        var asked = 0
+        var sent: [[RTCPPacket]] = []
+        for ms in stride(from: 0, through: 1500, by: 10) {
+            sent += try compounds(receiver.pollRTCP(now: at(ms)) { now in
+                asked += 1
+                return [SenderReport(ssrc: self.host, ntpTimestamp: 1 << 32, rtpTimestamp: 48_000, packetCount: 10, octetCount: 1000),
+                        SenderReport(ssrc: video, ntpTimestamp: 1 << 32, rtpTimestamp: 90_000, packetCount: 20, octetCount: 9000)]
+            })
+        }
+        #expect(asked >= 1 && sent.count == 2 * asked, "two compounds per regular report")
+        let first = try #require(sent.first)
+        guard case .senderReport(let own) = first.first else {
+            Issue.record("the first compound starts with our SR: \(first)")
+            return
+        }
+        #expect(own.ssrc == host && own.reports.contains { $0.ssrc == camera })
+        let second = try #require(sent.dropFirst().first)
+        guard case .senderReport(let other) = second.first else {
+            Issue.record("the second compound starts with the video SR: \(second)")
+            return
+        }
+        #expect(other.ssrc == video && other.reports.isEmpty)
+        #expect(second.contains { if case .sourceDescription = $0 { true } else { false } })
+    }
 }

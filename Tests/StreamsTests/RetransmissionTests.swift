@@ -115,4 +115,34 @@ import Wire
         #expect(bytes <= 200_000)
         #expect(bytes >= 150_000)
     }
+
+    /// With the round trip known (from the receiver's reports about our SRs), a packet goes out
+    /// at most once per round trip: the receiver's repeated requests crossed the first resend.
+    @Test func aKnownRoundTripPacesResendsOfOnePacket() throws {
+        var buffer = RetransmissionBuffer(rtx: Self.rtx)
+        buffer.roundTripTime = .milliseconds(80)
+        buffer.packetSent(try videoPacket(sequenceNumber: 7, timestamp: 0).serialized(), now: at(0))
+        let nack = GenericNACK(senderSSRC: 9, mediaSSRC: 0x1111, lostSequenceNumbers: [7])
+        let times = (0..<200).filter { !buffer.retransmissions(for: nack, now: at($0)).isEmpty }
+        #expect(times == [0, 80, 160])
+        #expect(buffer.requestsUnanswerable == 0, "paced requests can still be answered later")
+    }
+
+    /// A request over the budget can be answered once the budget refills; one for a packet no
+    /// longer held cannot: only that counts as past repair (it brings a key frame instead).
+    @Test func overBudgetIsNotPastRepairButForgottenIs() throws {
+        var configuration = RetransmissionBuffer.Configuration()
+        configuration.maxBytesPerSecond = 1_000
+        var buffer = RetransmissionBuffer(configuration: configuration)
+        for sequence: UInt16 in 0..<4 {
+            buffer.packetSent(try videoPacket(sequenceNumber: sequence, timestamp: 0, size: 900).serialized(), now: at(0))
+        }
+        let resent = buffer.retransmissions(for: GenericNACK(senderSSRC: 9, mediaSSRC: 0x1111, lostSequenceNumbers: [0, 1, 2]), now: at(1))
+        #expect(resent.count == 1)
+        #expect(buffer.requestsRefused == 2 && buffer.requestsUnanswerable == 0)
+        _ = buffer.retransmissions(for: GenericNACK(senderSSRC: 9, mediaSSRC: 0x1111, lostSequenceNumbers: [500]), now: at(2))
+        #expect(buffer.requestsUnanswerable == 1)
+        buffer.setBudget(bytesPerSecond: 0)
+        #expect(buffer.retransmissions(for: GenericNACK(senderSSRC: 9, mediaSSRC: 0x1111, lostSequenceNumbers: [3]), now: at(2000)).isEmpty)
+    }
 }
