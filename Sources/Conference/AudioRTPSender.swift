@@ -11,8 +11,6 @@ public struct AudioRTPSender {
     public private(set) var sequenceNumber: UInt16
     public private(set) var timestamp: UInt32
     public private(set) var packetsSent = 0
-    /// The timestamp of the last packet made.
-    public var lastTimestamp: UInt32 { timestamp &- UInt32(AudioFrame.samplesPer20ms) }
 
     public init(ssrc: SSRC, payloadType: PayloadType, sequenceNumber: UInt16 = .random(in: 0...UInt16.max),
          timestamp: UInt32 = .random(in: 0...UInt32.max)) {
@@ -22,13 +20,13 @@ public struct AudioRTPSender {
         self.timestamp = timestamp
     }
 
-    /// The next packet carrying `payload` (one 20 ms Opus frame), serialized.
-    public mutating func packet(_ payload: [UInt8]) -> [UInt8]? {
+    /// The next packet carrying `payload` (one 20 ms Opus frame).
+    public mutating func packet(_ payload: [UInt8]) -> RTPPacket {
         let packet = RTPPacket(marker: packetsSent == 0, payloadType: payloadType, sequenceNumber: sequenceNumber,
                                timestamp: timestamp, ssrc: ssrc, payload: payload[...])
         sequenceNumber &+= 1
         timestamp &+= UInt32(AudioFrame.samplesPer20ms)
         packetsSent += 1
-        return try? packet.serialized()
+        return packet
     }
 }

@@ -6,8 +6,8 @@ import Wire
 
 /// One encoding of a room's composite, as the room engine keeps it: its size and bit rate, the
 /// generation of the encoder the shell runs for it, its packetizer, and its key frame pacing.
-/// The main encoding is at the canvas size; the lower one runs only while some receiver's
-/// bandwidth estimate is low.
+/// The main encoding is at the canvas size; the lower and small ones run only while some
+/// receiver's feedback calls for them.
 public final class CompositeEncoding {
     /// Which encoding.
     public enum Kind: String, Sendable, Equatable, CaseIterable {
@@ -15,6 +15,8 @@ public final class CompositeEncoding {
         case main
         /// The configured lower size and bit rate.
         case low
+        /// The configured small size and bit rate.
+        case small
     }
 
     public let kind: Kind

@@ -31,17 +31,17 @@ public final class Participant {
     var rtcpDue: Instant?
 
     init(id: String, identity: String, name: String?, isViewer: Bool, negotiated: NegotiatedSession, seed: UInt64,
-         wallClock: NTPClockMapping, videoBitrate: Int, now: Instant) {
+         wallClock: NTPClockMapping, configuration: RoomConfiguration, now: Instant) {
         self.id = id
         self.identity = identity
         self.name = name
         self.isViewer = isViewer
         inbound = ParticipantInbound(negotiated: negotiated, identity: identity, seed: seed, now: now)
-        outbound = ParticipantOutbound(negotiated: negotiated, seed: seed &+ 1, wallClock: wallClock, videoBitrate: videoBitrate)
+        outbound = ParticipantOutbound(negotiated: negotiated, seed: seed &+ 1, wallClock: wallClock, configuration: configuration)
     }
 
-    /// Whether it can be sent the composite now.
-    var receivesVideoNow: Bool { state == .secure && outbound.receivesVideo }
+    /// Whether it can be sent the composite now (it is secure, and its video is not paused).
+    var receivesVideoNow: Bool { state == .secure && outbound.receivesVideo && outbound.wantedVideoEncoding != nil }
 
     /// The composite encoding it is sent now.
     public var videoEncoding: CompositeEncoding.Kind { outbound.videoEncoding }

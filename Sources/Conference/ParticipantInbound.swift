@@ -85,6 +85,10 @@ public final class ParticipantInbound {
     /// into `cameraTrack`), and a track's first media noticed.
     public func receiveRTP(_ bytes: [UInt8], now: Instant) -> Notice? {
         guard let packet = try? RTPPacket.parse(bytes), let (index, _) = inbound.classify(packet) else { return nil }
+        // Every packet with a transport-wide number counts for the sender's estimator, repairs too.
+        if let number = (try? packet.headerExtension(TransportSequenceNumber.self, in: inbound.extensions)) ?? nil {
+            receiver.transportPacketArrived(sequenceNumber: number.value, now: now)
+        }
         // A source learned from this packet (or its RTX stream) joins the receiver.
         let section = inbound[index]
         if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc)) }
@@ -146,6 +150,7 @@ public final class ParticipantInbound {
     /// Its camera's frames: decoded, lost, refused or dropped; nil when it sends no video.
     public var cameraStatistics: VideoReceiver.Statistics? { videoReceiver?.statistics }
     public var nacksSent: Int { receiver.nacksSent }
+    public var transportFeedbackSent: Int { receiver.transportFeedbackSent }
     public var keyFrameRequestsSent: Int { receiver.keyFrameRequestsSent }
 
     /// Pushes decoded camera pictures and turns the receiver's key frame needs into PLI.

@@ -6,8 +6,9 @@ import Wire
 
 /// What the room sends a participant, sans-IO: its mix on its first audio section's host SSRC,
 /// and the composite on its first video section's host SSRC, re-headered from the room's
-/// packets (its SSRC, payload type and sequence numbers, continuous across the two encodings),
-/// and which encoding its bandwidth estimate calls for. Returns bytes to send; sends nothing.
+/// packets (its SSRC, payload type and sequence numbers, continuous across the encodings), each
+/// packet with a transport-wide sequence number when the peer negotiated transport-cc; and
+/// which encoding its feedback calls for. Returns bytes to send; sends nothing.
 public struct ParticipantOutbound {
     /// Where its mix goes; nil when the host sends nothing on its audio section (sendonly peer).
     private var audioSender: AudioRTPSender?
@@ -19,11 +20,17 @@ public struct ParticipantOutbound {
     /// The composite as sent to it, through Streams' send stream: its retransmission history
     /// answers the participant's NACKs (RFC 4585 §6.2.1) with the packets as it was sent them.
     private var videoStream: RTPSendStream?
-    /// Whether its bandwidth estimate calls for the lower encoding; nil when it gets no video.
-    private var bandwidth: LowBandwidthDetector?
-    /// The composite encoding it is sent now; the room changes it at a key frame of the other.
+    /// Which encoding its feedback calls for; nil when it gets no video.
+    private var chooser: CompositeEncodingChooser?
+    /// The transport-cc header extension's id and the next transport-wide sequence number
+    /// (draft-holmer-rmcat-transport-wide-cc-extensions-01 §2), when negotiated.
+    private var transportWide: (id: UInt8, next: UInt16)?
+    /// The composite encoding it is sent now; the room changes it at a key frame of another.
     public var videoEncoding: CompositeEncoding.Kind = .main
-    /// Whether a key frame of `wantedVideoEncoding` was asked for its switch (asked once).
+    /// It waits for a key frame of `wantedVideoEncoding` before it is sent more video: it is
+    /// switching encodings, or resuming after a pause.
+    public var awaitingKeyFrame = false
+    /// Whether a key frame of `wantedVideoEncoding` was asked for (asked once per wait).
     public var videoSwitchRequested = false
 
     /// How much of the composite each receiver's history keeps for NACKs: about a second and a
@@ -44,7 +51,7 @@ public struct ParticipantOutbound {
 
     /// A participant's outbound streams: the mix and composite on its sections' host SSRCs, RTX
     /// on the composite when negotiated; `wallClock` maps instants to NTP time for the SRs.
-    public init(negotiated: NegotiatedSession, seed: UInt64, wallClock: NTPClockMapping, videoBitrate: Int) {
+    public init(negotiated: NegotiatedSession, seed: UInt64, wallClock: NTPClockMapping, configuration room: RoomConfiguration) {
         var generator = SplitMix64(seed: seed)
         let inbound = InboundSections(negotiated)
         audioSender = inbound.sections.first { !$0.isVideo }.flatMap { section in
@@ -58,7 +65,10 @@ public struct ParticipantOutbound {
         videoOut = videoSection.flatMap { section in
             section.hostSender.map { (SSRC(rawValue: $0.ssrc), section.codecPayloadType, UInt16.random(in: 0...UInt16.max, using: &generator)) }
         }
-        bandwidth = videoOut.map { LowBandwidthDetector(hostVideo: $0.ssrc) }
+        chooser = videoOut.map {
+            CompositeEncodingChooser(hostVideo: $0.ssrc, mainBitrate: room.bitrate, lowBitrate: room.lowBitrate, smallBitrate: room.smallBitrate)
+        }
+        transportWide = inbound.extensions.transportSequenceNumberID.map { ($0, .random(in: 0...UInt16.max, using: &generator)) }
         audioStream = audioSender.map { sender in
             var configuration = RTPSendStream.Configuration(ssrc: sender.ssrc, clockRate: 48_000)
             configuration.retransmission.capacity = 64
@@ -73,7 +83,7 @@ public struct ParticipantOutbound {
                                                      associatedPayloadType: out.payloadType)
             }
             configuration.retransmission = Self.retransmission
-            configuration.retransmission.maxBytesPerSecond = Int(Double(videoBitrate) * Self.retransmissionShare / 8)
+            configuration.retransmission.maxBytesPerSecond = Int(Double(room.bitrate) * Self.retransmissionShare / 8)
             return RTPSendStream(configuration: configuration, clock: wallClock,
                                  firstRTXSequenceNumber: .random(in: 0...UInt16.max, using: &generator))
         }
@@ -100,16 +110,37 @@ public struct ParticipantOutbound {
     public var receivesAudio: Bool { audioSender != nil }
     /// Whether it is sent the composite.
     public var receivesVideo: Bool { videoOut != nil }
-    /// The encoding it should be sent, from its bandwidth estimate (with hysteresis).
-    public var wantedVideoEncoding: CompositeEncoding.Kind { bandwidth?.isLow == true ? .low : .main }
+    /// The encoding it should be sent, from its feedback; nil while its video is paused.
+    public var wantedVideoEncoding: CompositeEncoding.Kind? { chooser?.wantedEncoding ?? .main }
     /// Its bandwidth estimate (bits/s); nil when it receives no video.
-    public func bandwidthEstimate(now: Instant) -> Int? { bandwidth?.estimate.estimate(now: now).bitsPerSecond }
+    public func bandwidthEstimate(now: Instant) -> Int? { chooser?.estimate.estimate(now: now).bitsPerSecond }
+
+    /// Gives `packet` the next transport-wide sequence number (when negotiated), serializes it,
+    /// and records it for the transport-cc feedback to come.
+    private mutating func stampedBytes(_ packet: RTPPacket, now: Instant) -> [UInt8]? {
+        var packet = packet
+        if let wide = transportWide {
+            packet.setHeaderExtensionData(id: wide.id, TransportSequenceNumber(wide.next).extensionData[...])
+        }
+        guard let bytes = try? packet.serialized() else { return nil }
+        if let wide = transportWide {
+            chooser?.packetSent(transportSequenceNumber: wide.next, size: bytes.count, now: now)
+            transportWide?.next &+= 1
+        }
+        return bytes
+    }
+
+    /// Retransmissions get a transport-wide number of their own, as any packet sent does.
+    private mutating func restamped(_ retransmissions: [[UInt8]], now: Instant) -> [[UInt8]] {
+        guard transportWide != nil else { return retransmissions }
+        return retransmissions.compactMap { bytes in (try? RTPPacket.parse(bytes)).flatMap { stampedBytes($0, now: now) } }
+    }
 
     /// One packet of its mix (one 20 ms Opus frame), serialized; nil when it gets no mix. Its
     /// timestamp stands for `now`, the instant the mix was taken (the SRs' NTP↔RTP mapping).
     public mutating func mixPacket(_ payload: [UInt8], now: Instant) -> [UInt8]? {
-        guard let bytes = audioSender?.packet(payload) else { return nil }
-        audioStream?.packetSent(bytes: bytes, timestamp: audioSender?.lastTimestamp ?? 0, payloadSize: payload.count, now: now)
+        guard let packet = audioSender?.packet(payload), let bytes = stampedBytes(packet, now: now) else { return nil }
+        audioStream?.packetSent(bytes: bytes, timestamp: packet.timestamp, payloadSize: payload.count, now: now)
         return bytes
     }
 
@@ -126,7 +157,7 @@ public struct ParticipantOutbound {
             packet.payloadType = out.payloadType
             packet.sequenceNumber = out.sequenceNumber
             out.sequenceNumber &+= 1
-            if let data = try? packet.serialized() {
+            if let data = stampedBytes(packet, now: now) {
                 serialized.append(data)
                 bytes += data.count
                 videoStream?.packetSent(bytes: data, timestamp: packet.timestamp, payloadSize: packet.payload.count, now: now,
@@ -134,7 +165,7 @@ public struct ParticipantOutbound {
             }
         }
         videoOut = out
-        bandwidth?.videoSent(bytes: bytes, now: now)
+        chooser?.videoSent(bytes: bytes, now: now)
         return serialized
     }
 
@@ -150,9 +181,10 @@ public struct ParticipantOutbound {
     /// history could not answer: that picture is past repair, and a key frame heals it sooner
     /// than the NACKs the receiver would send until its own timeout.
     public mutating func receiveRTCP(_ packets: [RTCPPacket], now: Instant) -> (keyFrameRequests: [KeyFrameRequest], retransmissions: [[UInt8]]) {
-        bandwidth?.receive(packets, now: now)
+        chooser?.receive(packets, now: now)
         let unanswerable = resendsRefused
-        let retransmissions = (videoStream?.receivedRTCP(packets, now: now) ?? []) + (audioStream?.receivedRTCP(packets, now: now) ?? [])
+        let retransmissions = restamped((videoStream?.receivedRTCP(packets, now: now) ?? []) + (audioStream?.receivedRTCP(packets, now: now) ?? []),
+                                        now: now)
         guard let out = videoOut else { return ([], retransmissions) }
         var requests: [KeyFrameRequest] = []
         if resendsRefused > unanswerable { requests.append(.pictureLoss(sender: out.ssrc)) }

@@ -17,7 +17,8 @@ import Wire
 /// or a template kept as given) is drawn by one `VideoCompositor` and the picture goes to the
 /// encoder of each encoding someone needs; each encoded frame is packetized once and re-headered
 /// per receiver. Key frame requests (a new receiver, PLI or FIR) are paced per encoding.
-/// Receivers whose bandwidth is low get a lower encoding and switch at its key frame.
+/// Receivers whose feedback says their bandwidth is short get a lower or a small encoding (or no
+/// video, under 60 kbit/s) and switch at its key frame (`CompositeEncodingChooser`).
 ///
 /// Every mutation must be followed by draining `pollOutput()`.
 public final class Room {
@@ -33,7 +34,8 @@ public final class Room {
     private var audioTicks = TickSchedule(maximumLateness: Room.audioMaximumLateness)
     private var videoTicks = TickSchedule(maximumLateness: Room.videoMaximumLateness)
     private let main: CompositeEncoding
-    private var low: CompositeEncoding?
+    /// The lower and small encodings, while some receiver needs them.
+    private var scaled: [CompositeEncoding.Kind: CompositeEncoding] = [:]
     private var generations = 0
     /// RTP timestamps of both encodings count 90 kHz from this capture time, so a receiver
     /// switched between them sees one continuous clock.
@@ -110,7 +112,7 @@ public final class Room {
     public func join(id: String, identity: String, name: String?, negotiated: NegotiatedSession, isViewer: Bool = false,
                      seed: UInt64, now: Instant) -> Participant {
         let participant = Participant(id: id, identity: identity, name: name, isViewer: isViewer, negotiated: negotiated,
-                                      seed: seed, wallClock: wallClock, videoBitrate: main.bitrate, now: now)
+                                      seed: seed, wallClock: wallClock, configuration: configuration, now: now)
         participants.append(participant)
         byID[id] = participant
         for (component, error) in participant.inbound.startFailures { startFailures.append((component, error)) }
@@ -165,8 +167,8 @@ public final class Room {
         videoTicks.stop()
         soonestRTCP = nil
         emit(.stopEncoder(.main))
-        if low != nil { emit(.stopEncoder(.low)) }
-        low = nil
+        for kind in scaled.keys { emit(.stopEncoder(kind)) }
+        scaled = [:]
     }
 
     // MARK: Choices
@@ -301,9 +303,9 @@ public final class Room {
         serviceRTCP(participant, now: now)
     }
 
-    /// The encoding of `kind`; the main one when the lower one is not running.
+    /// The encoding of `kind`; the main one when that one is not running.
     private func encoding(_ kind: CompositeEncoding.Kind) -> CompositeEncoding {
-        kind == .low ? (low ?? main) : main
+        kind == .main ? main : (scaled[kind] ?? main)
     }
 
     /// Key frames asked of the main encoder after pacing.
@@ -314,8 +316,14 @@ public final class Room {
     /// Composite packets asked for that could not be resent (each brought a key frame instead).
     public var resendsRefused: Int64 { participants.reduce(0) { $0 + $1.outbound.resendsRefused } }
 
-    /// Receivers sent the lower encoding now.
-    public var lowReceivers: Int { participants.filter { $0.receivesVideoNow && $0.outbound.videoEncoding == .low }.count }
+    /// Receivers sent each encoding now.
+    public func receivers(of kind: CompositeEncoding.Kind) -> Int {
+        participants.filter { $0.receivesVideoNow && !$0.outbound.awaitingKeyFrame && $0.outbound.videoEncoding == kind }.count
+    }
+    /// Receivers of the composite whose video is paused (their feedback is under 60 kbit/s).
+    public var pausedReceivers: Int {
+        participants.filter { $0.state == .secure && $0.outbound.receivesVideo && $0.outbound.wantedVideoEncoding == nil }.count
+    }
 
     /// Sends the participant's RTCP that is due, and notes when more will be.
     private func serviceRTCP(_ participant: Participant, now: Instant) {
@@ -383,26 +391,41 @@ public final class Room {
             framesComposed += 1
         }
         guard !receivers.isEmpty, let picture = compositor.outputTrack?.latestFrame(now: deadline) else { return }
-        let lowNeeded = receivers.contains { $0.outbound.wantedVideoEncoding == .low || $0.outbound.videoEncoding == .low }
-        if lowNeeded, low == nil {
-            // A fresh encoder's first frame is a key frame: the switchers need nothing more.
-            generations += 1
-            low = CompositeEncoding(kind: .low, size: VideoSize(width: configuration.lowWidth, height: configuration.lowHeight),
-                                    bitrate: configuration.lowBitrate, generation: generations)
-        } else if !lowNeeded, low != nil {
-            low = nil
-            emit(.stopEncoder(.low))
+        // A paused receiver resumes at a key frame of the encoding it will want then.
+        for participant in participants where participant.state == .secure && participant.outbound.receivesVideo
+            && participant.outbound.wantedVideoEncoding == nil {
+            participant.outbound.awaitingKeyFrame = true
+            participant.outbound.videoSwitchRequested = false
+        }
+        var needed: Set<CompositeEncoding.Kind> = []
+        for participant in receivers {
+            if let wanted = participant.outbound.wantedVideoEncoding { needed.insert(wanted) }
+            if !participant.outbound.awaitingKeyFrame { needed.insert(participant.outbound.videoEncoding) }
+        }
+        for kind in [CompositeEncoding.Kind.low, .small] {
+            if needed.contains(kind), scaled[kind] == nil {
+                // A fresh encoder's first frame is a key frame: the switchers need nothing more.
+                generations += 1
+                let (size, bitrate) = kind == .low
+                    ? (VideoSize(width: configuration.lowWidth, height: configuration.lowHeight), configuration.lowBitrate)
+                    : (VideoSize(width: configuration.smallWidth, height: configuration.smallHeight), configuration.smallBitrate)
+                scaled[kind] = CompositeEncoding(kind: kind, size: size, bitrate: bitrate, generation: generations)
+            } else if !needed.contains(kind), scaled[kind] != nil {
+                scaled[kind] = nil
+                emit(.stopEncoder(kind))
+            }
         }
         for participant in receivers {
-            if participant.outbound.wantedVideoEncoding == participant.outbound.videoEncoding {
+            guard let wanted = participant.outbound.wantedVideoEncoding else { continue }
+            if wanted == participant.outbound.videoEncoding && !participant.outbound.awaitingKeyFrame {
                 participant.outbound.videoSwitchRequested = false  // changed its mind, or switched
             } else if !participant.outbound.videoSwitchRequested {
                 participant.outbound.videoSwitchRequested = true
-                encoding(participant.outbound.wantedVideoEncoding).keyFrameSoon = true
+                encoding(wanted).keyFrameSoon = true
             }
         }
         if timestampEpoch == nil { timestampEpoch = picture.timestamp }
-        for encoding in [main, low].compactMap({ $0 }) {
+        for encoding in [main] + [CompositeEncoding.Kind.low, .small].compactMap({ scaled[$0] }) {
             let size = encoding.size ?? compositor.resolutionSize
             let configuration = VP8Encoder.Configuration(width: size.width, height: size.height, framesPerSecond: compositor.fps,
                                                          bitrate: encoding.bitrate)
@@ -417,7 +440,7 @@ public final class Room {
     /// frame (its SSRC and sequence numbering go on, and both encodings share one timestamp
     /// clock, so the switch is seamless). Frames of a stopped encoder are dropped.
     public func encoded(_ frames: [EncodedVideoFrame], kind: CompositeEncoding.Kind, generation: Int, now: Instant) {
-        guard let encoding = kind == .main ? main : low, encoding.generation == generation, let epoch = timestampEpoch else { return }
+        guard let encoding = kind == .main ? main : scaled[kind], encoding.generation == generation, let epoch = timestampEpoch else { return }
         for var frame in frames {
             let since = max(.zero, frame.captureTime - epoch).nanosecondsClamped
             frame.rtpTimestamp = UInt32(truncatingIfNeeded: since / 1_000_000_000 * 90_000 + since % 1_000_000_000 * 90_000 / 1_000_000_000)
@@ -428,11 +451,13 @@ public final class Room {
             guard let packets = encoding.packetizer?.packetize(frame), !packets.isEmpty else { continue }
             var sent = false
             for participant in participants where participant.receivesVideoNow {
-                if frame.isKeyFrame, participant.outbound.videoEncoding != kind, participant.outbound.wantedVideoEncoding == kind {
+                let outbound = participant.outbound
+                if frame.isKeyFrame, outbound.wantedVideoEncoding == kind, outbound.videoEncoding != kind || outbound.awaitingKeyFrame {
                     participant.outbound.videoEncoding = kind
+                    participant.outbound.awaitingKeyFrame = false
                     participant.outbound.videoBitrateChanged(encoding.bitrate)
                 }
-                guard participant.outbound.videoEncoding == kind else { continue }
+                guard participant.outbound.videoEncoding == kind, !participant.outbound.awaitingKeyFrame else { continue }
                 for bytes in participant.outbound.compositePackets(packets, captureTime: frame.captureTime, now: now) {
                     emit(.sendRTP(participant: participant.id, bytes: bytes))
                 }

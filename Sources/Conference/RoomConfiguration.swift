@@ -9,6 +9,10 @@ public struct RoomConfiguration: Sendable, Equatable {
     public var lowWidth = 640
     public var lowHeight = 360
     public var lowBitrate = 500_000
+    /// The small encoding, for receivers whose estimate is lower still (under it, no video).
+    public var smallWidth = 320
+    public var smallHeight = 180
+    public var smallBitrate = 150_000
     /// Deliberate faults, for tests that show a checker catches a broken host.
     public var returnsOwnVoice = false
     public var camerasInWrongSlots = false

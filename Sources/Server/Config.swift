@@ -56,6 +56,11 @@ public struct HostConfig: Sendable, Equatable {
         public var lowHeight = 360
         /// The lower encoding's VP8 target bit rate, bits per second.
         public var lowBitrate = 500_000
+        /// The small encoding, for receivers whose estimate is lower still (2…3840 × 2…2160).
+        public var smallWidth = 320
+        public var smallHeight = 180
+        /// The small encoding's VP8 target bit rate, bits per second.
+        public var smallBitrate = 150_000
         public init() {}
     }
 
@@ -149,7 +154,8 @@ public struct HostConfig: Sendable, Equatable {
         "limits": .object(["maxRooms": .integer, "maxParticipantsPerRoom": .integer]),
         "recordings": .object(["folder": .string]),
         "video": .object(["width": .integer, "height": .integer, "fps": .integer, "bitrate": .integer,
-                          "lowWidth": .integer, "lowHeight": .integer, "lowBitrate": .integer]),
+                          "lowWidth": .integer, "lowHeight": .integer, "lowBitrate": .integer,
+                          "smallWidth": .integer, "smallHeight": .integer, "smallBitrate": .integer]),
         "testing": .object(["faults": .array(.string), "impair": .object([
             "loss": .number, "burst": .number, "delay": .string, "jitter": .string, "reorder": .number, "seed": .integer,
         ])]),
@@ -213,6 +219,9 @@ public struct HostConfig: Sendable, Equatable {
         try within("video.lowWidth", video.lowWidth, 2...3840)
         try within("video.lowHeight", video.lowHeight, 2...2160)
         try within("video.lowBitrate", video.lowBitrate, 100_000...20_000_000, " bit/s")
+        try within("video.smallWidth", video.smallWidth, 2...3840)
+        try within("video.smallHeight", video.smallHeight, 2...2160)
+        try within("video.smallBitrate", video.smallBitrate, 60_000...20_000_000, " bit/s")
         if let impair = testing.impair {
             guard (0...1).contains(impair.loss) else { throw bad("testing.impair.loss", "must be a fraction 0…1, not \(impair.loss)") }
             guard (0...1).contains(impair.reorder) else { throw bad("testing.impair.reorder", "must be a fraction 0…1, not \(impair.reorder)") }
@@ -250,7 +259,7 @@ extension HostConfig.Testing: Codable {
     }
 }
 extension HostConfig.Video: Codable {
-    enum CodingKeys: String, CodingKey { case width, height, fps, bitrate, lowWidth, lowHeight, lowBitrate }
+    enum CodingKeys: String, CodingKey { case width, height, fps, bitrate, lowWidth, lowHeight, lowBitrate, smallWidth, smallHeight, smallBitrate }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         width = try c.decodeIfPresent(Int.self, forKey: .width) ?? width
@@ -260,6 +269,9 @@ extension HostConfig.Video: Codable {
         lowWidth = try c.decodeIfPresent(Int.self, forKey: .lowWidth) ?? lowWidth
         lowHeight = try c.decodeIfPresent(Int.self, forKey: .lowHeight) ?? lowHeight
         lowBitrate = try c.decodeIfPresent(Int.self, forKey: .lowBitrate) ?? lowBitrate
+        smallWidth = try c.decodeIfPresent(Int.self, forKey: .smallWidth) ?? smallWidth
+        smallHeight = try c.decodeIfPresent(Int.self, forKey: .smallHeight) ?? smallHeight
+        smallBitrate = try c.decodeIfPresent(Int.self, forKey: .smallBitrate) ?? smallBitrate
     }
 }
 extension HostConfig.HTTP: Codable {

@@ -173,8 +173,10 @@ final class HostedRoom {
 
     /// The main encoder's counters; nil before it encoded a picture.
     var encodeStatistics: VideoEncodeWorker.Statistics? { encoders[.main]?.worker.statistics }
-    /// Frames the lower encoding encoded in this room.
-    var lowFramesEncoded: Int { (retiredFramesEncoded[.low] ?? 0) + (encoders[.low]?.worker.statistics.framesEncoded ?? 0) }
+    /// Frames the encoding of `kind` encoded in this room.
+    func framesEncoded(_ kind: CompositeEncoding.Kind) -> Int {
+        (retiredFramesEncoded[kind] ?? 0) + (encoders[kind]?.worker.statistics.framesEncoded ?? 0)
+    }
 
     // MARK: Recordings
 

@@ -60,20 +60,24 @@ struct AcceptedOffer: Sendable {
     }
 
     /// Header extensions the host reads: mid for demux, the audio level for the active speaker,
-    /// the orientation for rotation. (transport-cc and abs-send-time wait for the host to send
-    /// their feedback.)
+    /// the orientation for rotation, and the transport-wide sequence number, answered with
+    /// transport-cc feedback so that a browser's send-side estimator works for its camera.
     static let headerExtensions = [
         "urn:ietf:params:rtp-hdrext:sdes:mid",
         "urn:ietf:params:rtp-hdrext:ssrc-audio-level",
         "urn:3gpp:video-orientation",
+        "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01",
     ]
 
-    /// Feedback the host answers: NACK, PLI and FIR. (goog-remb and transport-cc need estimates
-    /// the host does not send yet.)
+    /// Feedback the host answers and sends: NACK, PLI, FIR, transport-cc (it sends feedback on
+    /// what peers send), and goog-remb (peers' estimates of what the host sends them choose
+    /// their composite encoding).
     static let feedback: [RTCPFeedback] = [
         RTCPFeedback(payloadType: nil, type: "nack"),
         RTCPFeedback(payloadType: nil, type: "nack", parameter: "pli"),
         RTCPFeedback(payloadType: nil, type: "ccm", parameter: "fir"),
+        RTCPFeedback(payloadType: nil, type: "goog-remb"),
+        RTCPFeedback(payloadType: nil, type: "transport-cc"),
     ]
 
     /// The peer's transport engine: lite ICE, DTLS in the role the answer took.

@@ -27,6 +27,9 @@ final class RoomDirectory {
         configuration.lowWidth = video.lowWidth
         configuration.lowHeight = video.lowHeight
         configuration.lowBitrate = video.lowBitrate
+        configuration.smallWidth = video.smallWidth
+        configuration.smallHeight = video.smallHeight
+        configuration.smallBitrate = video.smallBitrate
         configuration.returnsOwnVoice = faults.contains(.ownVoiceInMix)
         configuration.camerasInWrongSlots = faults.contains(.camerasInWrongSlots)
         self.configuration = configuration

@@ -46,6 +46,8 @@ public struct PeerReceiver: Sendable {
     /// known after its media stream, from its first packet).
     private var retransmissions: [SSRC: (configuration: RTXConfiguration, index: Int)] = [:]
     private var pending: [[RTCPPacket]] = []
+    /// Arrival times of packets with a transport-wide sequence number, for transport-cc feedback.
+    private var transportFeedback = TransportFeedbackRecorder()
 
     /// Reports go out at least every `minimumReportInterval` (about; randomized per RFC 3550 §6.3.1).
     public init(localSSRC: SSRC, cname: String, reducedSize: Bool, minimumReportInterval: Duration = .seconds(1),
@@ -104,6 +106,15 @@ public struct PeerReceiver: Sendable {
         }
     }
 
+    /// A packet carrying transport-wide sequence number `sequenceNumber` arrived (any of the
+    /// peer's streams): reported in the next transport-cc feedback.
+    public mutating func transportPacketArrived(sequenceNumber: UInt16, now: Instant) {
+        transportFeedback.packetArrived(sequenceNumber: sequenceNumber, now: now)
+    }
+
+    /// Transport-cc feedback packets sent.
+    public var transportFeedbackSent: Int { transportFeedback.feedbackSent }
+
     /// A keyframe is needed from the source (a decoder lost its reference): PLI until one comes.
     public mutating func requestKeyFrame(ssrc: SSRC, now: Instant) {
         guard let index = streams.firstIndex(where: { $0.configuration.mediaSSRC == ssrc }) else { return }
@@ -128,6 +139,10 @@ public struct PeerReceiver: Sendable {
     public mutating func pollRTCP(now: Instant, senderReports: (Instant) -> [SenderReport] = { _ in [] }) -> [[UInt8]] {
         var feedback: [RTCPPacket] = []
         for index in streams.indices { feedback += streams[index].pollFeedback(now: now) }
+        if let transportCC = transportFeedback.pollFeedback(now: now, senderSSRC: localSSRC,
+                                                            mediaSSRC: streams.first?.configuration.mediaSSRC ?? SSRC(rawValue: 0)) {
+            feedback.append(.transportCC(transportCC))
+        }
         for packet in feedback {
             switch packet {
             case .nack: nacksSent += 1
@@ -162,7 +177,7 @@ public struct PeerReceiver: Sendable {
 
     /// When `pollRTCP` next has something to send.
     public var nextTimeout: Instant? {
-        ([scheduler.nextReportAt] + streams.compactMap(\.nextTimeout)).min()
+        ([scheduler.nextReportAt, transportFeedback.nextTimeout].compactMap { $0 } + streams.compactMap(\.nextTimeout)).min()
     }
 
     /// Reception statistics of each source, for metrics.

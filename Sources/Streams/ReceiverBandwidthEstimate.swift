@@ -142,6 +142,14 @@ public struct ReceiverBandwidthEstimate: Sendable {
         return true
     }
 
+    /// Raises the loss-based estimate to at least `bitsPerSecond` and drops the REMB cap: the
+    /// sender tries a higher rate (probing by sending), and the feedback to come judges it.
+    public mutating func raise(toAtLeast bitsPerSecond: Int, now: Instant) {
+        lossBased = min(max(lossBased, Double(bitsPerSecond)), Double(configuration.maximumBitrate))
+        rembBitrate = nil
+        changedAt = now
+    }
+
     /// Drops the REMB cap (the receiver's REMB was read as no sign of a shortfall).
     public mutating func forgetREMB() {
         rembBitrate = nil

@@ -1,0 +1,110 @@
+import Conference
+import RTP
+import Testing
+import Wire
+
+/// The encoding a receiver gets, from its feedback, on a manual clock: down by the floors, no
+/// video under 60 kbit/s, and back up by trial within 10 s of the constraint lifting.
+@Suite struct CompositeEncodingChooserTests {
+    static let host = SSRC(rawValue: 42)
+    static let start = Instant(nanoseconds: 10_000_000_000)
+
+    static func chooser() -> CompositeEncodingChooser {
+        CompositeEncodingChooser(hostVideo: host, mainBitrate: 1_500_000, lowBitrate: 500_000, smallBitrate: 150_000)
+    }
+
+    static func report(_ fractionLost: UInt8, about ssrc: SSRC = host) -> [RTCPPacket] {
+        [.receiverReport(ReceiverReport(ssrc: SSRC(rawValue: 7), reports: [ReceptionReport(ssrc: ssrc, fractionLost: fractionLost)]))]
+    }
+
+    /// Drives reports every 200 ms for `seconds`, with the host sending `sending` bits/s; returns
+    /// each tier change and when.
+    static func drive(_ chooser: inout CompositeEncodingChooser, from start: Instant, seconds: Double, sending: Int = 1_500_000,
+                      _ packets: () -> [RTCPPacket]) -> (end: Instant, changes: [(at: Instant, tier: CompositeEncodingChooser.Tier)]) {
+        var now = start
+        var changes: [(at: Instant, tier: CompositeEncodingChooser.Tier)] = []
+        for _ in 0..<Int(seconds * 5) {
+            now = now + .milliseconds(200)
+            chooser.videoSent(bytes: sending / 8 / 5, now: now)
+            let before = chooser.tier
+            chooser.receive(packets(), now: now)
+            if chooser.tier != before { changes.append((now, chooser.tier)) }
+        }
+        return (now, changes)
+    }
+
+    @Test func heavyLossStepsDownThroughEveryTierToNoVideo() {
+        var chooser = Self.chooser()
+        // Reports about another SSRC change nothing.
+        _ = Self.drive(&chooser, from: Self.start, seconds: 2) { Self.report(200, about: SSRC(rawValue: 9)) }
+        #expect(chooser.tier == .main)
+        let (_, changes) = Self.drive(&chooser, from: Self.start, seconds: 20) { Self.report(77) }  // 30 %
+        #expect(changes.map(\.tier) == [.low, .small, .paused], "\(changes)")
+        #expect(chooser.wantedEncoding == nil)
+        for (earlier, later) in zip(changes, changes.dropFirst()) {
+            #expect(later.at - earlier.at >= CompositeEncodingChooser.minimumDwell)
+        }
+    }
+
+    @Test func aPausedReceiverIsBackOnTheMainEncodingWithinTenSecondsOfTheLossEnding() {
+        var chooser = Self.chooser()
+        let (paused, _) = Self.drive(&chooser, from: Self.start, seconds: 20) { Self.report(77) }
+        #expect(chooser.tier == .paused)
+        let (_, changes) = Self.drive(&chooser, from: paused, seconds: 12, sending: 0) { Self.report(0) }
+        #expect(changes.map(\.tier) == [.small, .low, .main], "\(changes)")
+        if let back = changes.last { #expect(back.at - paused <= .seconds(10), "back after \(back.at - paused)") }
+    }
+
+    @Test func aClimbThatBringsLossBackWaitsLongerBeforeTheNext() {
+        var chooser = Self.chooser()
+        // Loss only while it gets the main encoding: the path takes about the lower one.
+        var (now, _) = Self.drive(&chooser, from: Self.start, seconds: 4) { Self.report(77) }
+        #expect(chooser.tier == .low)
+        var climbs: [Instant] = []
+        for _ in 0..<150 {
+            now = now + .milliseconds(200)
+            let before = chooser.tier
+            chooser.receive(Self.report(chooser.tier == .main ? 77 : 0), now: now)
+            if chooser.tier == .main, before != .main { climbs.append(now) }
+        }
+        #expect(climbs.count >= 2, "it keeps trying: \(climbs)")
+        let gaps = zip(climbs, climbs.dropFirst()).map { $1 - $0 }
+        #expect(gaps.count >= 2 && gaps[1] > gaps[0], "each failed climb waits longer: \(gaps)")
+        #expect(climbs.count <= 6, "but not every 2 s: \(climbs.count) climbs in 30 s")
+    }
+
+    @Test func aREMBAboveWhatIsSentIsNoShortfallOneUnderItIs() {
+        // A still composite: 300 kbit/s sent, REMB 450 kbit/s (under the main floor).
+        var calm = Self.chooser()
+        _ = Self.drive(&calm, from: Self.start, seconds: 6, sending: 300_000) {
+            [.receiverEstimatedMaximumBitrate(ReceiverEstimatedMaximumBitrate(senderSSRC: SSRC(rawValue: 7), bitrate: 450_000, ssrcs: [Self.host]))]
+        }
+        #expect(calm.tier == .main)
+        // 1.5 Mbit/s sent, and the receiver says it takes 400 kbit/s: the lower encoding's floor
+        // (225 kbit/s) holds, so that is where it goes.
+        var short = Self.chooser()
+        _ = Self.drive(&short, from: Self.start, seconds: 3) {
+            [.receiverEstimatedMaximumBitrate(ReceiverEstimatedMaximumBitrate(senderSSRC: SSRC(rawValue: 7), bitrate: 400_000, ssrcs: [Self.host]))]
+        }
+        #expect(short.tier == .low)
+    }
+
+    /// Transport-cc feedback that reports every other packet lost is a shortfall as a report is.
+    @Test func transportFeedbackLossMovesItDown() {
+        var chooser = Self.chooser()
+        var now = Self.start
+        var sequence: UInt16 = 100
+        for _ in 0..<40 {
+            now = now + .milliseconds(100)
+            let base = sequence
+            for _ in 0..<30 {
+                chooser.packetSent(transportSequenceNumber: sequence, size: 1_000, now: now)
+                sequence &+= 1
+            }
+            let deltas: [Int16?] = (0..<30).map { $0 % 2 == 0 ? 4 : nil }
+            chooser.receive([.transportCC(TransportCCFeedback(senderSSRC: SSRC(rawValue: 7), mediaSSRC: Self.host, baseSequenceNumber: base,
+                                                              referenceTime: 0, feedbackPacketCount: 0, receiveDeltas: deltas))], now: now)
+        }
+        #expect(chooser.tier < .main)
+    }
+}
