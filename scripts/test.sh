@@ -25,5 +25,5 @@ on_loopback_only swift test --skip-build
 echo "== interop: real peers (aiortc, Chromium, GStreamer) against tessera serve"
 Interop/run.sh --tessera .build/debug/tessera
 
-echo "== interop under loss: the aiortc room with 5 % loss and 0-50 ms jitter on the host's media socket"
-Interop/run.sh --tessera .build/debug/tessera --peers room --impair '{"loss": 0.05, "jitter": "50ms"}'
+echo "== interop under loss: the aiortc room and the page in Chromium with 5 % loss and 0-50 ms jitter on the host's media socket"
+Interop/run.sh --tessera .build/debug/tessera --peers "room page" --impair '{"loss": 0.05, "jitter": "50ms"}'

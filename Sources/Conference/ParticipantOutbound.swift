@@ -106,6 +106,11 @@ public struct ParticipantOutbound {
     /// Packets it asked for that no resend could bring (too old or unknown).
     public var resendsRefused: Int64 { videoStream?.retransmissionBuffer.requestsUnanswerable ?? 0 }
 
+    /// The loss it last reported about its mix (RFC 3550 fraction lost, in percent).
+    public var mixLossPercent: Int? {
+        audioStream?.lastReceptionReport.map { Int((Double($0.fractionLost) * 100 / 256).rounded()) }
+    }
+
     /// Whether it is sent a mix.
     public var receivesAudio: Bool { audioSender != nil }
     /// Whether it is sent the composite.

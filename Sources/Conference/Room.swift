@@ -289,6 +289,7 @@ public final class Room {
         guard let participant = participant(id: id), let packets = try? RTCPPacket.parseCompound(bytes) else { return }
         participant.inbound.receiveRTCP(packets, now: now)
         let (requests, retransmissions) = participant.outbound.receiveRTCP(packets, now: now)
+        if let loss = participant.outbound.mixLossPercent { mixer.setReportedLoss(id, percent: loss) }
         for bytes in retransmissions { emit(.sendRTP(participant: id, bytes: bytes)) }
         for request in requests {
             let pacer = encoding(participant.outbound.videoEncoding)

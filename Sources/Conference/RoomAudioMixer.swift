@@ -39,7 +39,8 @@ public final class RoomAudioMixer<Member: Hashable> {
         public var returnsOwnVoice: Bool
 
         /// The defaults above.
-        public init(encoder: OpusEncoder.Configuration = .init(channels: 1, application: .voip, bitrate: 32_000, complexity: 5),
+        public init(encoder: OpusEncoder.Configuration = .init(channels: 1, application: .voip, bitrate: 32_000, complexity: 5,
+                                                                expectedPacketLossPercent: 0),
                     speakingThreshold: Double = 100 * 100, encoderIdleTimeout: Duration = .seconds(2), returnsOwnVoice: Bool = false) {
             self.encoder = encoder
             self.speakingThreshold = speakingThreshold
@@ -69,6 +70,8 @@ public final class RoomAudioMixer<Member: Hashable> {
         var notHeard: Set<Member> = []
         /// Muted by the host: its voice is in no mix (its receiver still plays on time).
         var muted = false
+        /// The loss it reports about its mix, in percent.
+        var lossPercent = 0
     }
 
     /// The settings.
@@ -119,6 +122,13 @@ public final class RoomAudioMixer<Member: Hashable> {
         members[member]?.notHeard = excluded
     }
 
+    /// The loss `member` reports about its mix (RFC 3550 fraction lost, as a percent): the
+    /// encoder of its mix plans in-band FEC (SILK LBRR) for the worst loss among its listeners,
+    /// and spends nothing on it while none reports loss.
+    public func setReportedLoss(_ member: Member, percent: Int) {
+        members[member]?.lossPercent = min(100, max(0, percent))
+    }
+
     /// Mutes or unmutes a member's voice in every mix.
     public func setMuted(_ member: Member, _ muted: Bool) {
         members[member]?.muted = muted
@@ -162,17 +172,27 @@ public final class RoomAudioMixer<Member: Hashable> {
         var packets: [Member: [UInt8]] = [:]
         var encoded: [Set<Member>: [UInt8]] = [:]
         var failed: Set<Set<Member>> = []
+        var keys: [Member: Set<Member>] = [:]
+        var lossByKey: [Set<Member>: Int] = [:]
         for member in order {
             guard let entry = members[member], entry.listens else { continue }
             // Everyone sounding but the listener and those it chose not to hear.
             var left = entry.notHeard.intersection(sounding)
             if sounding.contains(member) && !configuration.returnsOwnVoice { left.insert(member) }
             let key = sounding.subtracting(left)
+            keys[member] = key
+            lossByKey[key] = max(lossByKey[key] ?? 0, entry.lossPercent)
+        }
+        for member in order {
+            guard let key = keys[member] else { continue }
             if let packet = encoded[key] {
                 packets[member] = packet
                 continue
             }
-            guard !failed.contains(key), let packet = encode(key: key, without: left.compactMap { frames[$0] }, now: now) else {
+            let left = sounding.subtracting(key)
+            guard !failed.contains(key),
+                  let packet = encode(key: key, without: left.compactMap { frames[$0] }, lossPercent: lossByKey[key] ?? 0, now: now)
+            else {
                 failed.insert(key)
                 continue
             }
@@ -187,9 +207,12 @@ public final class RoomAudioMixer<Member: Hashable> {
 
     /// The mix of `key` (this tick's sum, less the frames `left` out), limited and encoded with
     /// the key's encoder; nil if the encoder failed.
-    private func encode(key: Set<Member>, without left: [AudioFrame], now: Instant) -> [UInt8]? {
+    private func encode(key: Set<Member>, without left: [AudioFrame], lossPercent: Int, now: Instant) -> [UInt8]? {
         guard let channel = channel(for: key, now: now) else { return nil }
         channel.lastUsed = now
+        if channel.encoder.configuration.expectedPacketLossPercent != lossPercent {
+            try? channel.encoder.setExpectedPacketLoss(percent: lossPercent)  // in 0...100: cannot fail
+        }
         let mixed = bus.mix(without: left, limiter: &channel.limiter, timestamp: now)
         do {
             return try channel.encoder.encode(mixed)

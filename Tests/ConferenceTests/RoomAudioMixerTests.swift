@@ -164,4 +164,30 @@ import WireTesting
         #expect(second.timestamp == first.timestamp &+ 960)
         #expect(Array(second.payload) == [4])
     }
+
+    /// A listener that reports loss gets its mix with in-band FEC (each packet carries the frame
+    /// before it, SILK LBRR); one that reports none gets no FEC, which would only cost bits. The
+    /// tone rises and falls five times a second like syllables: SILK adds LBRR only to frames
+    /// its voice activity detector calls speech, and a steady tone stops being that within a second.
+    @Test func aListenerReportingLossGetsInBandFECAndOneReportingNoneDoesNot() throws {
+        func shareWithFEC(lossPercent: Int) throws -> Double {
+            let (mixer, members) = try room(["a", "b"])
+            mixer.setReportedLoss("b", percent: lossPercent)
+            var sent: [[UInt8]] = []
+            for tick in 0..<60 {
+                let now = Instant(nanoseconds: 1_000_000_000) + .milliseconds(20 * tick)
+                guard let a = members["a"], let frequency = roomTones["a"] else { continue }
+                let syllable = 0.15 + 0.85 * abs(sin(Double.pi * Double(tick) / 10))
+                let frame = AudioFrame(channels: 1, samples: toneFrame(frequency, frame: tick).samples.map { Int16(Double($0) * syllable) })
+                a.receiver.receive(payload: try a.encoder.encode(frame), sequenceNumber: UInt16(tick),
+                                   timestamp: UInt32(tick * 960), arrival: now)
+                if let packet = mixer.tick(now: now)["b"] { sent.append(packet) }
+            }
+            let judged = sent.suffix(30)
+            return Double(judged.filter(OpusDecoder.hasFEC).count) / Double(max(1, judged.count))
+        }
+        let withLoss = try shareWithFEC(lossPercent: 20), without = try shareWithFEC(lossPercent: 0)
+        #expect(withLoss > 0.6, "with 20 % loss reported, \(withLoss) of the packets carry FEC")
+        #expect(without == 0, "with none reported, \(without) do")
+    }
 }
