@@ -270,7 +270,11 @@ def main():
                f"compose takes layout {index + 1} ({json.loads(layout).get('preset', 'template')})",
                f"exit {run.returncode}: {run.stderr[-300:]}")
 
-    # 4. Every config in docs/config.md is valid.
+    # 4. Every config in docs/config.md is valid, read from the work folder where `tessera cert`
+    #    wrote the pair its HTTPS example names.
+    cert = subprocess.run([tessera, "cert", "--host", "192.168.1.20", "--out", "tls"], cwd=work, capture_output=True,
+                          text=True, timeout=30)
+    result(cert.returncode == 0, "tessera cert writes tls/cert.pem and tls/key.pem", cert.stderr.strip()[-300:])
     with open(os.path.join(REPO, "docs/config.md")) as f:
         configs = [body for info, body, _ in fenced_blocks(f.read()) if info == "json"]
     result(len(configs) >= 2, "docs/config.md has example configs", f"{len(configs)} found")
@@ -278,7 +282,7 @@ def main():
         path = os.path.join(work, f"config-{index}.json")
         with open(path, "w") as f:
             f.write(config)
-        run = subprocess.run([tessera, "serve", "--check-config", path], capture_output=True, text=True, timeout=30)
+        run = subprocess.run([tessera, "serve", "--check-config", path], cwd=work, capture_output=True, text=True, timeout=30)
         result(run.returncode == 0, f"docs/config.md config {index + 1} is valid", run.stderr.strip()[-300:])
 
     print(f"docs: {passed} passed, {failed} failed")

@@ -10,15 +10,27 @@
 
 /// Starts a daemon bound to `addr` with a thread per connection (so a handler may wait for the
 /// media loop, and an event stream may block between events without stalling other clients),
-/// calling `handler` for each request and `completed` when a request ends.
+/// calling `handler` for each request and `completed` when a request ends. With `cert_pem` and
+/// `key_pem` (which must outlive the daemon) it speaks HTTPS only (libmicrohttpd's GnuTLS).
 static inline struct MHD_Daemon *tessera_mhd_start(const struct sockaddr *addr, MHD_AccessHandlerCallback handler,
                                                    void *handler_cls, MHD_RequestCompletedCallback completed,
                                                    void *completed_cls, unsigned int connection_limit,
-                                                   unsigned int timeout_seconds) {
+                                                   unsigned int timeout_seconds, const char *cert_pem,
+                                                   const char *key_pem) {
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ERROR_LOG;
     if (addr->sa_family == AF_INET6) flags |= MHD_USE_IPv6;
     uint16_t port = addr->sa_family == AF_INET6 ? ntohs(((const struct sockaddr_in6 *)addr)->sin6_port)
                                                 : ntohs(((const struct sockaddr_in *)addr)->sin_port);
+    if (cert_pem && key_pem) {
+        return MHD_start_daemon(flags | MHD_USE_TLS, port, NULL, NULL, handler, handler_cls,
+                                MHD_OPTION_SOCK_ADDR, addr,
+                                MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                                MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+                                MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
+                                MHD_OPTION_HTTPS_MEM_CERT, cert_pem,
+                                MHD_OPTION_HTTPS_MEM_KEY, key_pem,
+                                MHD_OPTION_END);
+    }
     return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
                             MHD_OPTION_SOCK_ADDR, addr,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,

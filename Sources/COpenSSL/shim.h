@@ -40,4 +40,16 @@ static inline int tessera_BIO_reset(BIO *b) { return (int)BIO_reset(b); }
 static inline uint64_t tessera_SSL_OP_NO_QUERY_MTU(void) { return SSL_OP_NO_QUERY_MTU; }
 /// EVP_RSA_gen expands to the variadic EVP_PKEY_Q_keygen.
 static inline EVP_PKEY *tessera_EVP_RSA_gen(unsigned int bits) { return EVP_RSA_gen(bits); }
+/// Adds an X.509 v3 extension written in OpenSSL's config syntax (`DNS:host`, `serverAuth`) to a
+/// self-signed certificate; X509V3_set_ctx_nodb is a macro. 1 on success.
+static inline int tessera_X509_add_ext_text(X509 *cert, int nid, const char *value) {
+    X509V3_CTX ctx;
+    X509V3_set_ctx_nodb(&ctx);
+    X509V3_set_ctx(&ctx, cert, cert, NULL, NULL, 0);
+    X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &ctx, nid, value);
+    if (!ext) return 0;
+    int ok = X509_add_ext(cert, ext, -1);
+    X509_EXTENSION_free(ext);
+    return ok;
+}
 #endif

@@ -29,7 +29,7 @@ public final class ConferenceHost: Sendable {
         let listen = try TransportAddress(parsing: config.http.listen)
         do {
             http = try HTTPServer(listen: listen, maxBodyBytes: config.http.maxBodyBytes,
-                                  connectionLimit: config.http.connectionLimit) { api.handle($0) }
+                                  connectionLimit: config.http.connectionLimit, tls: try config.tlsIdentity()) { api.handle($0) }
         } catch {
             media.stop()
             throw error
@@ -37,7 +37,7 @@ public final class ConferenceHost: Sendable {
     }
 
     /// The line `tessera serve` prints once it accepts requests.
-    public var readyLine: String { "tessera: listening on http://\(http.address)" }
+    public var readyLine: String { "tessera: listening on \(http.scheme)://\(http.address)" }
 
     /// Ends the event streams, stops taking requests, then stops the media loop.
     public func stop() {

@@ -13,7 +13,18 @@ public struct HostConfig: Sendable, Equatable {
         /// Largest request body accepted; larger ones get 413.
         public var maxBodyBytes = 64 * 1024
         public var connectionLimit = 256
+        /// HTTPS instead of HTTP: PEM files of the certificate (its chain may follow it) and
+        /// its unencrypted private key. Nil: plain HTTP.
+        public var tls: TLS?
         public init() {}
+    }
+    public struct TLS: Sendable, Equatable, Codable {
+        public var certificate: String
+        public var key: String
+        public init(certificate: String, key: String) {
+            self.certificate = certificate
+            self.key = key
+        }
     }
     public struct Media: Sendable, Equatable {
         /// The one UDP port every peer's media shares (demuxed by ICE username, then address).
@@ -148,7 +159,8 @@ public struct HostConfig: Sendable, Equatable {
 
     /// What a config file may hold; an unknown key is refused with the nearest known one.
     static let shape: JSONShape = .object([
-        "http": .object(["listen": .string, "maxBodyBytes": .integer, "connectionLimit": .integer]),
+        "http": .object(["listen": .string, "maxBodyBytes": .integer, "connectionLimit": .integer,
+                         "tls": .object(["certificate": .string, "key": .string])]),
         "media": .object(["listen": .string, "announce": .array(.string)]),
         "auth": .object(["secret": .nullable(.string)]),
         "limits": .object(["maxRooms": .integer, "maxParticipantsPerRoom": .integer]),
@@ -179,6 +191,23 @@ public struct HostConfig: Sendable, Equatable {
         return config
     }
 
+    /// The HTTPS certificate and key read from `http.tls`'s files and checked to belong
+    /// together; nil without `http.tls`. The error names the field.
+    public func tlsIdentity() throws(LoadError) -> HTTPServer.TLSIdentity? {
+        guard let tls = http.tls else { return nil }
+        func read(_ field: String, _ path: String) throws(LoadError) -> String {
+            guard !path.isEmpty, let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+                throw .unsafe(JSONDocumentError(field: field, reason: "cannot read \(path.isEmpty ? "an empty path" : path)").description)
+            }
+            return text
+        }
+        let certificate = try read("http.tls.certificate", tls.certificate), key = try read("http.tls.key", tls.key)
+        if let problem = DTLSCertificate.problem(certificatePEM: certificate, keyPEM: key) {
+            throw .unsafe(JSONDocumentError(field: "http.tls", reason: problem).description)
+        }
+        return HTTPServer.TLSIdentity(certificatePEM: certificate, keyPEM: key)
+    }
+
     /// Every value within its bounds, and auth off only while every listen address is loopback.
     /// The error names the field.
     public func validate() throws(LoadError) {
@@ -204,6 +233,7 @@ public struct HostConfig: Sendable, Equatable {
         }
         try within("http.maxBodyBytes", self.http.maxBodyBytes, 1024...(64 << 20), " bytes")
         try within("http.connectionLimit", self.http.connectionLimit, 1...65_536)
+        _ = try tlsIdentity()
         try within("limits.maxRooms", limits.maxRooms, 1...100_000)
         try within("limits.maxParticipantsPerRoom", limits.maxParticipantsPerRoom, 1...10_000)
         let folder = recordings.folder
@@ -275,12 +305,13 @@ extension HostConfig.Video: Codable {
     }
 }
 extension HostConfig.HTTP: Codable {
-    enum CodingKeys: String, CodingKey { case listen, maxBodyBytes, connectionLimit }
+    enum CodingKeys: String, CodingKey { case listen, maxBodyBytes, connectionLimit, tls }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         listen = try c.decodeIfPresent(String.self, forKey: .listen) ?? listen
         maxBodyBytes = try c.decodeIfPresent(Int.self, forKey: .maxBodyBytes) ?? maxBodyBytes
         connectionLimit = try c.decodeIfPresent(Int.self, forKey: .connectionLimit) ?? connectionLimit
+        tls = try c.decodeIfPresent(HostConfig.TLS.self, forKey: .tls)
     }
 }
 extension HostConfig.Media: Codable {

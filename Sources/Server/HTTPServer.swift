@@ -65,10 +65,22 @@ public final class HTTPServer: @unchecked Sendable {
 
     public enum StartError: Error, CustomStringConvertible {
         case cannotListen(TransportAddress)
+        case cannotStartTLS(TransportAddress)
         public var description: String {
             switch self {
             case .cannotListen(let a): "cannot listen on http://\(a) (in use, or not an address of this machine)"
+            case .cannotStartTLS(let a): "cannot listen on https://\(a) (in use, not an address of this machine, or the TLS library refused the certificate and key)"
             }
+        }
+    }
+
+    /// A certificate and its key, PEM, for HTTPS.
+    public struct TLSIdentity: Sendable {
+        public let certificatePEM: String
+        public let keyPEM: String
+        public init(certificatePEM: String, keyPEM: String) {
+            self.certificatePEM = certificatePEM
+            self.keyPEM = keyPEM
         }
     }
 
@@ -79,17 +91,35 @@ public final class HTTPServer: @unchecked Sendable {
     fileprivate let maxBodyBytes: Int
     private var daemon: OpaquePointer?
     private let stopLock = NSLock()
+    /// The PEM strings libmicrohttpd reads while it runs (it keeps the pointers, not copies).
+    private let tlsStrings: (certificate: UnsafeMutablePointer<CChar>, key: UnsafeMutablePointer<CChar>)?
+    /// `https` with a TLS identity, else `http`.
+    public let scheme: String
 
-    public init(listen: TransportAddress, maxBodyBytes: Int, connectionLimit: Int = 256, handler: @escaping Handler) throws(StartError) {
+    /// A server on `listen`; with `tls` it speaks HTTPS only.
+    public init(listen: TransportAddress, maxBodyBytes: Int, connectionLimit: Int = 256, tls: TLSIdentity? = nil,
+                handler: @escaping Handler) throws(StartError) {
         self.handler = handler
         self.maxBodyBytes = maxBodyBytes
         address = listen
+        scheme = tls == nil ? "http" : "https"
+        tlsStrings = tls.flatMap { identity in
+            guard let certificate = strdup(identity.certificatePEM) else { return nil }
+            guard let key = strdup(identity.keyPEM) else {
+                free(certificate)
+                return nil
+            }
+            return (certificate, key)
+        }
         // libmicrohttpd holds an unretained pointer to self; deinit stops the daemon first.
         let me = Unmanaged.passUnretained(self).toOpaque()
+        let strings = tlsStrings
         let started = listen.withSockaddr { sa, _ in
-            tessera_mhd_start(sa, accessHandler, me, requestCompleted, nil, UInt32(connectionLimit), 30)
+            tessera_mhd_start(sa, accessHandler, me, requestCompleted, nil, UInt32(connectionLimit), 30,
+                              strings?.certificate, strings?.key)
         }
-        guard let started else { throw .cannotListen(listen) }
+        // On a throw, deinit (all properties are set) frees the PEM strings.
+        guard let started else { throw tls == nil ? .cannotListen(listen) : .cannotStartTLS(listen) }
         daemon = started
         address.port = tessera_mhd_bound_port(started)
     }
@@ -102,7 +132,13 @@ public final class HTTPServer: @unchecked Sendable {
         daemon = nil
     }
 
-    deinit { stop() }
+    deinit {
+        stop()
+        if let tlsStrings {
+            free(tlsStrings.certificate)
+            free(tlsStrings.key)
+        }
+    }
 }
 
 private final class Box<T> { var value: T; init(_ value: T) { self.value = value } }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 private import COpenSSL
 
 /// What went wrong in DTLS: certificate creation, the handshake, or the peer's identity.
@@ -82,8 +85,9 @@ public struct CertificateFingerprint: Sendable, Hashable, CustomStringConvertibl
     }
 }
 
-/// A self-signed certificate and its private key, made when the host starts (WebRTC peers
-/// authenticate each other by the fingerprint in SDP, not by a CA).
+/// A self-signed certificate and its private key: the host's DTLS identity, made when it starts
+/// (WebRTC peers authenticate each other by the fingerprint in SDP, not by a CA), or a TLS
+/// server certificate for trials on a LAN (`tessera cert`).
 public final class DTLSCertificate: @unchecked Sendable {
     public enum KeyType: Sendable { case ecdsaP256, rsa2048 }
 
@@ -94,7 +98,10 @@ public final class DTLSCertificate: @unchecked Sendable {
     public let fingerprint: CertificateFingerprint
 
     /// Makes a fresh key pair and a certificate valid from a day ago for `validityDays`.
-    public init(keyType: KeyType = .ecdsaP256, commonName: String = "tessera", validityDays: Int = 30) throws(DTLSError) {
+    /// `serverNames` (DNS names or IP addresses) make it a TLS server certificate for them
+    /// (subjectAltName, extendedKeyUsage serverAuth), as browsers require.
+    public init(keyType: KeyType = .ecdsaP256, commonName: String = "tessera", validityDays: Int = 30,
+                serverNames: [String] = []) throws(DTLSError) {
         let generated: OpaquePointer? = switch keyType {
         case .ecdsaP256: tessera_EVP_EC_gen("P-256")
         case .rsa2048: tessera_EVP_RSA_gen(2048)
@@ -112,6 +119,7 @@ public final class DTLSCertificate: @unchecked Sendable {
             && X509_gmtime_adj(X509_getm_notAfter(x509), Int(validityDays) * 86_400) != nil
             && X509_set_pubkey(x509, key) == 1
             && Self.setName(x509, commonName: commonName)
+            && Self.addServerExtensions(x509, names: serverNames)
             && X509_sign(x509, key, EVP_sha256()) > 0
         guard built, let fingerprint = Self.fingerprint(of: x509, algorithm: "sha-256") else {
             X509_free(x509)
@@ -141,11 +149,63 @@ public final class DTLSCertificate: @unchecked Sendable {
         }
     }
 
+    /// The private key in PEM (PKCS #8, unencrypted), for `tessera cert`.
+    public var privateKeyPEM: String {
+        guard let bio = BIO_new(BIO_s_mem()) else { return "" }
+        defer { BIO_free(bio) }
+        guard PEM_write_bio_PrivateKey(bio, key, nil, nil, 0, nil, nil) == 1 else { return "" }
+        var data: UnsafeMutablePointer<CChar>?
+        let length = tessera_BIO_get_mem_data(bio, &data)
+        guard let data, length > 0 else { return "" }
+        return data.withMemoryRebound(to: UInt8.self, capacity: length) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+        }
+    }
+
+    private static func addServerExtensions(_ x509: OpaquePointer, names: [String]) -> Bool {
+        guard !names.isEmpty else { return true }
+        let alternatives = names.map { isIPAddress($0) ? "IP:\($0)" : "DNS:\($0)" }.joined(separator: ",")
+        return tessera_X509_add_ext_text(x509, NID_subject_alt_name, alternatives) == 1
+            && tessera_X509_add_ext_text(x509, NID_basic_constraints, "critical,CA:FALSE") == 1
+            && tessera_X509_add_ext_text(x509, NID_key_usage, "critical,digitalSignature") == 1
+            && tessera_X509_add_ext_text(x509, NID_ext_key_usage, "serverAuth") == 1
+    }
+
     private static func setName(_ x509: OpaquePointer, commonName: String) -> Bool {
         guard let name = X509_get_subject_name(x509) else { return false }
         let bytes = Array(commonName.utf8)
         guard X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, bytes, Int32(bytes.count), -1, 0) == 1 else { return false }
         return X509_set_issuer_name(x509, name) == 1
+    }
+
+    /// Why a PEM certificate and key cannot serve TLS together, or nil when they can: each must
+    /// parse, and the key must be the certificate's. An encrypted key is refused (the host has
+    /// no one to ask for its pass phrase).
+    public static func problem(certificatePEM: String, keyPEM: String) -> String? {
+        guard let certificate = readPEM(certificatePEM, { PEM_read_bio_X509($0, nil, nil, nil) }) else {
+            return "the certificate is not a PEM certificate"
+        }
+        defer { X509_free(certificate) }
+        guard let key = readPEM(keyPEM, { PEM_read_bio_PrivateKey($0, nil, { _, _, _, _ in 0 }, nil) }) else {
+            return "the key is not an unencrypted PEM private key"
+        }
+        defer { EVP_PKEY_free(key) }
+        guard X509_check_private_key(certificate, key) == 1 else { return "the key is not the certificate's" }
+        return nil
+    }
+
+    private static func readPEM(_ text: String, _ read: (OpaquePointer) -> OpaquePointer?) -> OpaquePointer? {
+        let bytes = Array(text.utf8)
+        return bytes.withUnsafeBytes { raw -> OpaquePointer? in
+            guard let base = raw.baseAddress, let bio = BIO_new_mem_buf(base, Int32(raw.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return read(bio)
+        }
+    }
+
+    private static func isIPAddress(_ text: String) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 16)
+        return inet_pton(AF_INET, text, &buffer) == 1 || inet_pton(AF_INET6, text, &buffer) == 1
     }
 
     /// The digest of a certificate's DER encoding (RFC 8122 §5).

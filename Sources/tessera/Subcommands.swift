@@ -63,7 +63,18 @@ let helpCommand = Subcommand(name: "help", summary: "print the usage of every co
     usage: tessera help [COMMAND]
     """, takesOperands: true)
 
-let subcommands = [serveCommand, loadCommand, tokenCommand, composeCommand, benchCommand, versionCommand, helpCommand]
+let certCommand = Subcommand(name: "cert", summary: "write a self-signed HTTPS certificate and key for trials on a LAN", usage: """
+    usage: tessera cert --host NAME[,NAME...] [--out DIR] [--days 90]
+    Writes DIR/cert.pem and DIR/key.pem (the key readable by you alone): a self-signed ECDSA P-256
+    certificate for each NAME (a DNS name or an IP address), for `http.tls` in the config.
+    Browsers warn about a self-signed certificate; once accepted, the page has a secure context
+    and gets camera and microphone on other machines too. For a public host, use a CA's.
+      --host NAMES  the names the page is reached by, comma-separated (192.168.1.20,meet.lan)
+      --out DIR     where to write (default: the current folder); made if missing
+      --days N      how long it is valid (default 90; browsers refuse over 398)
+    """, valued: ["host", "out", "days"])
+
+let subcommands = [serveCommand, loadCommand, tokenCommand, certCommand, composeCommand, benchCommand, versionCommand, helpCommand]
 
 /// `tessera help` and a bare `tessera`: every command with its summary.
 var overview: String {

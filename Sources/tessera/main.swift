@@ -43,6 +43,37 @@ func token(_ arguments: ArraySlice<String>) {
     print(JoinToken(room: room, identity: identity, expires: expires, admin: given.flags.contains("admin")).signed(secret: secret))
 }
 
+func cert(_ arguments: ArraySlice<String>) {
+    let given = certCommand.parse(arguments)
+    let names = (given["host"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    guard !names.isEmpty else { certCommand.fail("needs --host NAME") }
+    for name in names where name.count > 253 || name.contains(where: { !($0.isLetter || $0.isNumber || "-.:*".contains($0)) }) {
+        certCommand.fail("\(name.prefix(64)) is not a DNS name or an IP address")
+    }
+    guard let days = Int(given["days"] ?? "90"), (1...398).contains(days) else { certCommand.fail("--days takes 1 to 398") }
+    let folder = given["out"] ?? "."
+    let certificate: DTLSCertificate
+    do { certificate = try DTLSCertificate(commonName: names[0], validityDays: days, serverNames: names) } catch {
+        abort("cert", "could not make the certificate: \(error)")
+    }
+    let certificatePath = (folder as NSString).appendingPathComponent("cert.pem")
+    let keyPath = (folder as NSString).appendingPathComponent("key.pem")
+    do {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try Data(certificate.pem.utf8).write(to: URL(fileURLWithPath: certificatePath))
+        // The key is readable by its owner alone, from its first byte on.
+        _ = FileManager.default.createFile(atPath: keyPath, contents: nil, attributes: [.posixPermissions: 0o600])
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyPath)
+        try Data(certificate.privateKeyPEM.utf8).write(to: URL(fileURLWithPath: keyPath))
+    } catch {
+        abort("cert", "could not write to \(folder): \(error.localizedDescription)")
+    }
+    print(certificatePath)
+    print(keyPath)
+    note("for \(names.joined(separator: ", ")), valid \(days) days; in the config (a host off loopback needs auth.secret too): "
+         + #"{"http": {"listen": "0.0.0.0:8443", "tls": {"certificate": "\#(certificatePath)", "key": "\#(keyPath)"}}}"#)
+}
+
 func serve(_ arguments: ArraySlice<String>) -> Never {
     let given = serveCommand.parse(arguments)
     if let path = given["check-config"] {
@@ -153,6 +184,7 @@ switch arguments.popFirst() {
 case "serve": serve(arguments)
 case "bench": runBenchmarks(benchCommand.parse(arguments).operands)
 case "token": token(arguments)
+case "cert": cert(arguments)
 case "load": load(arguments)
 case "compose": compose(arguments)
 case "version", "--version": printVersions(arguments)

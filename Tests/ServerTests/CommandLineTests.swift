@@ -31,7 +31,7 @@ import Testing
                    errors: String(decoding: errorData, as: UTF8.self))
     }
 
-    static let commands = ["serve", "load", "token", "compose", "bench", "version", "help"]
+    static let commands = ["serve", "load", "token", "cert", "compose", "bench", "version", "help"]
 
     @Test(arguments: commands)
     func everyCommandPrintsItsUsageOnHelpAndExitsZero(command: String) throws {
@@ -114,5 +114,38 @@ import Testing
         #expect(bad.status == 1 && bad.errors.contains("`media.anounce`: unknown key; did you mean `announce`?"))
         // Nothing was made in the working directory.
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["bad.json", "good.json"])
+    }
+
+    /// `tessera cert` writes a certificate for the names given and a key only its owner reads;
+    /// `--check-config` accepts `http.tls` with them, and refuses a key that is not the
+    /// certificate's or a file it cannot read, naming the field.
+    @Test func certWritesAPairThatTheConfigTakesAndAMismatchIsRefused() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let made = try tessera(["cert", "--host", "127.0.0.1,meet.lan", "--out", "tls"], in: directory)
+        #expect(made.status == 0, "\(made.errors)")
+        #expect(made.output.split(separator: "\n") == ["tls/cert.pem", "tls/key.pem"])
+        let keyMode = try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent("tls/key.pem").path)[.posixPermissions] as? Int
+        #expect(keyMode == 0o600)
+        let other = try tessera(["cert", "--host", "other.lan", "--out", "other"], in: directory)
+        #expect(other.status == 0)
+        for (name, certificate, key, expected) in [
+            ("good", "tls/cert.pem", "tls/key.pem", nil),
+            ("mismatch", "tls/cert.pem", "other/key.pem", "`http.tls`: the key is not the certificate's"),
+            ("missing", "tls/none.pem", "tls/key.pem", "`http.tls.certificate`: cannot read tls/none.pem"),
+            ("swapped", "tls/key.pem", "tls/cert.pem", "`http.tls`: the certificate is not a PEM certificate"),
+        ] as [(String, String, String, String?)] {
+            try Data(#"{"http": {"listen": "127.0.0.1:0", "tls": {"certificate": "\#(certificate)", "key": "\#(key)"}}}"#.utf8)
+                .write(to: directory.appendingPathComponent("\(name).json"))
+            let checked = try tessera(["serve", "--check-config", "\(name).json"], in: directory)
+            if let expected {
+                #expect(checked.status == 1 && checked.errors.contains(expected), "\(name): \(checked.errors)")
+            } else {
+                #expect(checked.status == 0, "\(name): \(checked.errors)")
+            }
+        }
+        #expect(try tessera(["cert"], in: directory).status == 2, "--host is needed")
+        #expect(try tessera(["cert", "--host", "a b"], in: directory).status == 2, "not a name")
     }
 }

@@ -1,6 +1,7 @@
 import Sockets
 import Foundation
 import Testing
+import Transport
 
 /// `tessera serve` as a user runs it: the built executable, its ready line, its exit on SIGTERM.
 @Suite struct ServeCommandTests {
@@ -58,6 +59,51 @@ import Testing
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(process.terminationStatus != 0)
         #expect(message.contains("auth.secret"))
+    }
+
+    /// With `http.tls`, the API and the page are served over HTTPS only: curl trusting the
+    /// certificate gets answers, and a plain HTTP request gets none.
+    @Test func serveWithTLSAnswersOverHTTPSOnly() throws {
+        let executable = try #require(Self.executable)
+        let certificate = try DTLSCertificate(commonName: "127.0.0.1", validityDays: 2, serverNames: ["127.0.0.1"])
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let certificatePath = folder.appendingPathComponent("cert.pem").path, keyPath = folder.appendingPathComponent("key.pem").path
+        try Data(certificate.pem.utf8).write(to: URL(fileURLWithPath: certificatePath))
+        try Data(certificate.privateKeyPEM.utf8).write(to: URL(fileURLWithPath: keyPath))
+        let config = writeConfig(#"{"http": {"listen": "127.0.0.1:0", "tls": {"certificate": "\#(certificatePath)", "key": "\#(keyPath)"}}, "media": {"listen": "127.0.0.1:0"}}"#)
+        defer { try? FileManager.default.removeItem(atPath: config) }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["serve", "--config", config]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        let line = readLine(from: output.fileHandleForReading)
+        let prefix = "tessera: listening on https://127.0.0.1:"
+        #expect(line.hasPrefix(prefix), "\(line)")
+        let port = try #require(UInt16(line.dropFirst(prefix.count)))
+        func curl(_ url: String) throws -> (status: Int32, body: String) {
+            let run = Process()
+            run.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+            run.arguments = ["-s", "--max-time", "10", "--cacert", certificatePath, url]
+            let body = Pipe()
+            run.standardOutput = body
+            try run.run()
+            let data = body.fileHandleForReading.readDataToEndOfFile()
+            run.waitUntilExit()
+            return (run.terminationStatus, String(decoding: data, as: UTF8.self))
+        }
+        let rooms = try curl("https://127.0.0.1:\(port)/v1/rooms")
+        #expect(rooms.status == 0 && rooms.body == #"{"rooms":[]}"#, "\(rooms)")
+        let page = try curl("https://127.0.0.1:\(port)/")
+        #expect(page.body.contains("<html"))
+        #expect(try curl("http://127.0.0.1:\(port)/v1/rooms").body.isEmpty, "no answer in plain HTTP")
     }
 
     private func readLine(from handle: FileHandle) -> String {
