@@ -138,6 +138,10 @@ def evaluate(args, r, checks):
         norm = lambda x: (x or "").upper().replace("SRTP_", "", 1)
         checks["cipher"] = None if norm(tr.get("srtpCipher")) == norm(args.expect_cipher) else \
             "srtpCipher %s, want %s" % (tr.get("srtpCipher"), args.expect_cipher)
+    if args.tcp_only:
+        pair = tr.get("selectedCandidatePair") or ""
+        checks["tcp"] = None if pair.endswith("/tcp host") and r.get("answerTcpCandidates") else \
+            "the selected pair is %r (answer had %s TCP candidates), want the host's TCP candidate" % (pair, r.get("answerTcpCandidates"))
     checks["video"] = None if (v.get("framesDecoded") or 0) > 0 else "no echoed video frame decoded (%s)" % v
     if (v.get("framesDecoded") or 0) > 0:
         size = "%sx%s" % (v.get("frameWidth"), v.get("frameHeight"))
@@ -166,6 +170,8 @@ def main():
     ap.add_argument("--cors", action="store_true", help="POST from the page straight to --url (cross-origin)")
     ap.add_argument("--connect-timeout", type=float, default=8, help="POST to DTLS connected")
     ap.add_argument("--timeout", type=float, default=None, help="hard bound of the whole run (default seconds + 30)")
+    ap.add_argument("--tcp-only", action="store_true",
+                    help="drop the host's UDP candidates from its answer: the call must go over ICE-TCP")
     ap.add_argument("--chromium", default=chromium_binary())
     ap.add_argument("--verbose", action="store_true", help="echo the page's log lines")
     args = ap.parse_args()
@@ -180,7 +186,8 @@ def main():
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     echo = args.url if args.cors else "/v1/echo"
     page = "http://127.0.0.1:%d/echo_page.html?%s" % (srv.server_address[1], urllib.parse.urlencode({
-        "echo": echo, "seconds": args.seconds, "connect_ms": int(args.connect_timeout * 1000)}))
+        "echo": echo, "seconds": args.seconds, "connect_ms": int(args.connect_timeout * 1000),
+        "tcp_only": "1" if args.tcp_only else "0"}))
 
     cmd = [args.chromium, *CHROMIUM_FLAGS, "--use-file-for-fake-audio-capture=" + wav,
            "--user-data-dir=" + os.path.join(tmp, "profile"), page]
@@ -225,7 +232,7 @@ def main():
     tr, v, a = st.get("transport") or {}, st.get("video") or {}, st.get("audio") or {}
     an = r.get("audioAnalyser") or {}
     out = {
-        "peer": "chromium", "mode": "cors" if args.cors else "same-origin proxy",
+        "peer": "chromium-tcp" if args.tcp_only else "chromium", "mode": "cors" if args.cors else "same-origin proxy",
         "checks": {k: ("ok" if x is None else "FAIL") for k, x in checks.items()},
         "httpStatus": r.get("httpStatus"), "location": r.get("location"), "answerIceLite": r.get("answerIceLite"),
         "srtpCipher": tr.get("srtpCipher"), "dtlsCipher": tr.get("dtlsCipher"), "dtlsRole": tr.get("dtlsRole"),

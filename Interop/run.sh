@@ -2,7 +2,7 @@
 # Interop suite for the host's echo endpoint (POST /v1/echo): real WebRTC peers call it and
 # check that what they send comes back.
 #
-#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium gstreamer page room load docs"] [--seconds N]
+#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium chromium-tcp gstreamer page room load docs"] [--seconds N]
 #                  [--media-port 50000] [--ready-timeout 30] [--keep-logs] [--impair JSON]
 #
 # --impair '{"loss": 0.05, "jitter": "50ms"}' impairs the host's media socket (config
@@ -30,7 +30,7 @@ TESSERA="$REPO/.build/debug/tessera"
 if [ -x "$REPO/.build/release/tessera" ] && { [ ! -x "$TESSERA" ] || [ "$REPO/.build/release/tessera" -nt "$TESSERA" ]; }; then
     TESSERA="$REPO/.build/release/tessera"
 fi
-PEERS="aiortc chromium gstreamer page room load docs"
+PEERS="aiortc chromium chromium-tcp gstreamer page room load docs"
 SECONDS_PER_CALL=10
 MEDIA_PORT=50000
 READY_TIMEOUT=30
@@ -175,6 +175,14 @@ for peer in $PEERS; do
             fi
             run_peer chromium "$SYS_PY" "$HERE/echo_chromium.py" --url "$URL" --seconds "$SECONDS_PER_CALL" \
                 --tone 660 --expect-cipher AEAD_AES_128_GCM ;;
+        chromium-tcp)
+            if ! command -v chromium >/dev/null; then
+                fail chromium-tcp "chromium is not installed (Debian package chromium)"; continue
+            fi
+            # the same echo, but the page drops the host's UDP candidates from the answer: only
+            # ICE-TCP (RFC 6544) is left, as for a guest whose network blocks UDP
+            run_peer chromium-tcp "$SYS_PY" "$HERE/echo_chromium.py" --url "$URL" --seconds "$SECONDS_PER_CALL" \
+                --tone 660 --expect-cipher AEAD_AES_128_GCM --tcp-only ;;
         gstreamer)
             if [ ! -f "$HERE/echo_gstreamer.py" ]; then
                 fail gstreamer "Interop/echo_gstreamer.py is missing"; continue
@@ -209,7 +217,7 @@ for peer in $PEERS; do
         load)
             # tessera load against hosts of its own (a sound one, two deliberately broken ones)
             PEER_LIMIT=180 run_peer load bash "$HERE/load_check.sh" "$TESSERA" "$TMP/load" ;;
-        *) fail "$peer" "unknown peer (aiortc, chromium, gstreamer, page, room, load, docs)" ;;
+        *) fail "$peer" "unknown peer (aiortc, chromium, chromium-tcp, gstreamer, page, room, load, docs)" ;;
     esac
 done
 

@@ -66,17 +66,21 @@ public struct HostParameters: Sendable, Equatable {
     ]
 }
 
-/// An address and UDP port the host receives media on.
+/// An address and port the host receives media on: UDP, or TCP for ICE-TCP (RFC 6544, a
+/// passive candidate: the peer connects).
 public struct HostCandidateAddress: Sendable, Equatable {
     /// The IPv4 or IPv6 address, e.g. `127.0.0.1`.
     public var address: String
-    /// The UDP port, e.g. 50000.
+    /// The port, e.g. 50000.
     public var port: UInt16
+    /// A TCP passive candidate rather than UDP.
+    public var isTCP: Bool
 
-    /// The address `address`:`port`.
-    public init(address: String, port: UInt16) {
+    /// The address `address`:`port`, UDP unless `isTCP`.
+    public init(address: String, port: UInt16, isTCP: Bool = false) {
         self.address = address
         self.port = port
+        self.isTCP = isTCP
     }
 }
 

@@ -394,12 +394,15 @@ struct AnswerBuilder {
 
     /// RFC 8445 §5.1.2.1: priority = 2^24 × type preference (126 for host) + 2^8 × local
     /// preference (65535, minus the address's rank) + (256 − component).
+    /// RFC 8445 §5.1.2.1 priorities: host type preference 126; UDP candidates rank above TCP
+    /// ones (RFC 6544 §4.2: local preference 2^13 × direction preference + other preference, with
+    /// 4 for passive), so a peer that can use UDP does.
     private func hostCandidates() -> [Candidate] {
         host.candidateAddresses.enumerated().map { rank, address in
-            let localPreference = UInt32(65535 - min(rank, 65535))
+            let localPreference = address.isTCP ? UInt32((1 << 13) * 4 + max(0, 8191 - rank)) : UInt32(65535 - min(rank, 65535))
             let priority = (126 << 24) + (localPreference << 8) + (256 - 1)
-            return Candidate(foundation: String(rank + 1), component: 1, transport: "udp", priority: priority,
-                             address: address.address, port: address.port, type: "host")
+            return Candidate(foundation: String(rank + 1), component: 1, transport: address.isTCP ? "tcp" : "udp", priority: priority,
+                             address: address.address, port: address.port, type: "host", tcpType: address.isTCP ? "passive" : nil)
         }
     }
 

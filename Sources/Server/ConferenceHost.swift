@@ -15,7 +15,9 @@ public final class ConferenceHost: Sendable {
 
     public init(config: HostConfig) throws {
         self.config = config
-        media = try MediaHost(listen: TransportAddress(parsing: config.media.listen), announce: config.media.announce,
+        media = try MediaHost(listen: TransportAddress(parsing: config.media.listen),
+                              tcpListen: config.media.tcpAddress.map { text in try TransportAddress(parsing: text) },
+                              announce: config.media.announce,
                               impairment: config.testing.impair?.networkImpairment, seed: config.testing.impair?.seed ?? 1)
         if let impair = config.testing.impair {
             FileHandle.standardError.write(Data("tessera: WARNING: the media socket is impaired for tests: \(impair.networkImpairment)\n".utf8))

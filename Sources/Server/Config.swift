@@ -31,7 +31,16 @@ public struct HostConfig: Sendable, Equatable {
         public var listen = "127.0.0.1:50000"
         /// Addresses announced as ICE candidates; empty means the listen address.
         public var announce: [String] = []
+        /// Where ICE-TCP (RFC 6544) listens for peers whose UDP is blocked: `HOST:PORT`, or
+        /// `off`. Nil: `listen`'s address and port, on TCP.
+        public var tcpListen: String?
         public init() {}
+
+        /// The TCP address to listen on, nil when off.
+        public var tcpAddress: String? {
+            guard let tcpListen else { return listen }
+            return tcpListen == "off" ? nil : tcpListen
+        }
     }
     public struct Auth: Sendable, Equatable {
         /// HS256 secret for join tokens. Without it auth is off, allowed only on loopback.
@@ -161,7 +170,7 @@ public struct HostConfig: Sendable, Equatable {
     static let shape: JSONShape = .object([
         "http": .object(["listen": .string, "maxBodyBytes": .integer, "connectionLimit": .integer,
                          "tls": .object(["certificate": .string, "key": .string])]),
-        "media": .object(["listen": .string, "announce": .array(.string)]),
+        "media": .object(["listen": .string, "announce": .array(.string), "tcpListen": .string]),
         "auth": .object(["secret": .nullable(.string)]),
         "limits": .object(["maxRooms": .integer, "maxParticipantsPerRoom": .integer]),
         "recordings": .object(["folder": .string]),
@@ -217,6 +226,7 @@ public struct HostConfig: Sendable, Equatable {
         }
         let http = try address("http.listen", self.http.listen)
         let media = try address("media.listen", self.media.listen)
+        let tcp = try self.media.tcpAddress.map { text throws(LoadError) in try address("media.tcpListen", text) }
         for (index, announced) in self.media.announce.enumerated() {
             let field = "media.announce[\(index)]"
             let parsed = try? TransportAddress(parsing: announced.contains(":") ? "[\(announced)]:0" : "\(announced):0")
@@ -224,6 +234,10 @@ public struct HostConfig: Sendable, Equatable {
             guard !parsed.isUnspecified else { throw bad(field, "\(announced) is not an address a peer can reach") }
         }
         if let secret = auth.secret, secret.isEmpty { throw bad("auth.secret", "is empty: leave it out (or null) for no auth") }
+        if auth.secret == nil, let tcp, !tcp.isLoopback {
+            throw .unsafe("refusing to listen on \(tcp) (media.tcpListen) without auth.secret: "
+                + "set auth.secret in the config, or listen on 127.0.0.1 only")
+        }
         if auth.secret == nil, !(http.isLoopback && media.isLoopback) {
             throw .unsafe("refusing to listen on \(http.isLoopback ? media : http) without auth.secret: "
                 + "set auth.secret in the config, or listen on 127.0.0.1 only")
@@ -315,11 +329,12 @@ extension HostConfig.HTTP: Codable {
     }
 }
 extension HostConfig.Media: Codable {
-    enum CodingKeys: String, CodingKey { case listen, announce }
+    enum CodingKeys: String, CodingKey { case listen, announce, tcpListen }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         listen = try c.decodeIfPresent(String.self, forKey: .listen) ?? listen
         announce = try c.decodeIfPresent([String].self, forKey: .announce) ?? announce
+        tcpListen = try c.decodeIfPresent(String.self, forKey: .tcpListen)
     }
 }
 extension HostConfig.Auth: Codable {

@@ -17,14 +17,18 @@ public final class MediaHost: @unchecked Sendable {
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
 
-    public init(listen: TransportAddress, announce: [String], impairment: NetworkImpairment? = nil, seed: UInt64 = 1) throws {
+    /// Media on `listen` (UDP) and, with `tcpListen`, ICE-TCP there; each announced address
+    /// is a UDP candidate and, with TCP on, a passive TCP candidate after it.
+    public init(listen: TransportAddress, tcpListen: TransportAddress? = nil, announce: [String], impairment: NetworkImpairment? = nil,
+                seed: UInt64 = 1) throws {
         loop = try EventLoop()
         certificate = try DTLSCertificate()
         dtlsContext = try DTLSContext(certificate: certificate)
-        let port = try MediaPort(loop: loop, bind: listen, impairment: impairment, seed: seed)
+        let port = try MediaPort(loop: loop, bind: listen, tcpBind: tcpListen, impairment: impairment, seed: seed)
         self.port = port
         let announced = announce.isEmpty ? [Self.hostText(listen)] : announce
         candidateAddresses = announced.map { HostCandidateAddress(address: $0, port: port.socket.localAddress.port) }
+            + announced.compactMap { address in port.tcpListener.map { HostCandidateAddress(address: address, port: $0.localAddress.port, isTCP: true) } }
         let thread = Thread { [loop, finished] in
             loop.run()
             finished.signal()

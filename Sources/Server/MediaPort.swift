@@ -11,6 +11,12 @@ public protocol PeerEventSink: AnyObject {
 /// datagram from a known address goes to that address's peer; otherwise only a STUN check whose
 /// USERNAME starts with a peer's ufrag is taken, and once that peer's agent validates the check
 /// the address is learned. Everything else is dropped and counted. Runs on one event loop.
+///
+/// Beside it, a TCP port for peers whose UDP is blocked (ICE-TCP, RFC 6544: the host's passive
+/// candidates). Each accepted connection is a path of its own, named by its remote address; its
+/// RFC 4571 frames are routed as datagrams from that address, and what the peer's transport sends
+/// to that address goes back framed on the connection. A connection whose checks name no peer
+/// within `tcpCheckTimeout` is closed, and at most `maximumTCPConnections` are open.
 public final class MediaPort {
     public struct PeerID: Hashable, Sendable, CustomStringConvertible {
         public let value: UInt64
@@ -25,7 +31,19 @@ public final class MediaPort {
         public var bytesOut = 0
         /// From an unknown address and not a check naming a known ufrag.
         public var unroutable = 0
+        /// TCP connections accepted, and those refused or closed for naming no peer in time.
+        public var tcpAccepted = 0
+        public var tcpRefused = 0
     }
+
+    /// One accepted ICE-TCP connection.
+    private struct TCPPath {
+        let connection: TCPConnection
+        var framing = StreamFraming()
+        let openedAt: Instant
+    }
+    public static let maximumTCPConnections = 512
+    public static let tcpCheckTimeout: Duration = .seconds(10)
 
     private struct Peer {
         let transport: PeerTransport
@@ -44,6 +62,11 @@ public final class MediaPort {
     private var byAddress: [TransportAddress: PeerID] = [:]
     private var nextID: UInt64 = 0
     private var pendingSends: [(bytes: [UInt8], destination: TransportAddress)] = []
+    /// The TCP port, when ICE-TCP is on.
+    public let tcpListener: TCPListener?
+    private var tcpPaths: [TransportAddress: TCPPath] = [:]
+    /// Closes idle unnamed connections, and retries writes the kernel did not take.
+    private var tcpTimer: DeadlineTimer?
 
     /// The impaired network between this socket and the peers (`testing.impair`): RTP and
     /// RTCP each way go through it; STUN and DTLS do not, so joins still work.
@@ -57,15 +80,86 @@ public final class MediaPort {
 
     /// Binds and starts reading on `loop`. Call on the loop thread (or before it runs). With
     /// `impairment`, the media (RTP and RTCP) both ways meets that network (seeded).
-    public init(loop: EventLoop, bind address: TransportAddress, impairment: NetworkImpairment? = nil, seed: UInt64 = 1) throws {
+    public init(loop: EventLoop, bind address: TransportAddress, tcpBind: TransportAddress? = nil,
+                impairment: NetworkImpairment? = nil, seed: UInt64 = 1) throws {
         self.loop = loop
         socket = try UDPSocket(bind: address)
+        tcpListener = try tcpBind.map { address throws in try TCPListener(bind: address) }
         if let impairment {
             let timer = DeadlineTimer(loop: loop)
             self.impairment = Impairment(inbound: NetEm(impairment, seed: seed), outbound: NetEm(impairment, seed: seed &+ 1), timer: timer)
             timer.action = { [unowned self] now in deliverImpaired(now: now) }
         }
         try loop.watch(fd: socket.fd) { [unowned self] in readAll() }
+        if let tcpListener {
+            let timer = DeadlineTimer(loop: loop)
+            timer.action = { [unowned self] now in serviceTCP(now: now) }
+            tcpTimer = timer
+            try loop.watch(fd: tcpListener.fd) { [unowned self] in acceptTCP() }
+        }
+    }
+
+    // MARK: ICE-TCP
+
+    /// Open ICE-TCP connections.
+    public var tcpConnectionCount: Int { tcpPaths.count }
+
+    private func acceptTCP() {
+        guard let tcpListener else { return }
+        let now = loop.clock.now()
+        for _ in 0..<64 {
+            guard let connection = tcpListener.accept() else { break }
+            guard tcpPaths.count < Self.maximumTCPConnections, tcpPaths[connection.remote] == nil else {
+                counters.tcpRefused += 1
+                continue  // closed as it goes
+            }
+            let remote = connection.remote
+            do { try loop.watch(fd: connection.fd) { [unowned self] in readTCP(remote) } } catch {
+                counters.tcpRefused += 1
+                continue
+            }
+            counters.tcpAccepted += 1
+            tcpPaths[remote] = TCPPath(connection: connection, openedAt: now)
+        }
+        tcpTimer?.arm(at: now + .seconds(1))
+    }
+
+    private func readTCP(_ remote: TransportAddress) {
+        let now = loop.clock.now()
+        for _ in 0..<16 {
+            guard var path = tcpPaths[remote] else { return }
+            guard let bytes = path.connection.read() else {
+                closeTCP(remote)
+                break
+            }
+            if bytes.isEmpty { break }
+            let messages = path.framing.append(bytes)
+            tcpPaths[remote] = path
+            for message in messages { route(UDPSocket.Datagram(bytes: message, source: remote), now: now, impaired: false) }
+        }
+        flush()
+    }
+
+    private func closeTCP(_ remote: TransportAddress) {
+        guard let path = tcpPaths.removeValue(forKey: remote) else { return }
+        loop.unwatch(fd: path.connection.fd)
+        if let id = byAddress.removeValue(forKey: remote) { peers[id]?.addresses.remove(remote) }
+    }
+
+    /// Closes connections that named no peer in time; retries writes the kernel did not take.
+    private func serviceTCP(now: Instant) {
+        var pendingWrites = false
+        for (remote, path) in tcpPaths {
+            if byAddress[remote] == nil, now - path.openedAt >= Self.tcpCheckTimeout {
+                counters.tcpRefused += 1
+                closeTCP(remote)
+                continue
+            }
+            path.connection.flush()
+            if path.connection.isClosed { closeTCP(remote) } else if path.connection.hasPending { pendingWrites = true }
+        }
+        guard !tcpPaths.isEmpty else { return }
+        tcpTimer?.arm(at: now + (pendingWrites ? .milliseconds(5) : .seconds(1)))
     }
 
     /// RFC 7983: a first byte of 128…191 is RTP or RTCP (SRTP/SRTCP here).
@@ -109,6 +203,7 @@ public final class MediaPort {
         guard let peer = peers.removeValue(forKey: id) else { return }
         if byUfrag[peer.ufrag] == id { byUfrag[peer.ufrag] = nil }
         for address in peer.addresses where byAddress[address] == id { byAddress[address] = nil }
+        for address in peer.addresses { closeTCP(address) }
         peer.timer.cancel()
     }
 
@@ -147,6 +242,20 @@ public final class MediaPort {
 
     private func sendPending() {
         guard !pendingSends.isEmpty else { return }
+        if !tcpPaths.isEmpty {
+            var pendingWrites = false
+            for datagram in pendingSends {
+                guard let path = tcpPaths[datagram.destination] else { continue }
+                if let framed = StreamFraming.frame(datagram.bytes), path.connection.send(framed) {
+                    counters.datagramsOut += 1
+                    counters.bytesOut += datagram.bytes.count
+                }
+                pendingWrites = pendingWrites || path.connection.hasPending
+            }
+            pendingSends.removeAll { tcpPaths[$0.destination] != nil }
+            if pendingWrites { tcpTimer?.arm(at: loop.clock.now() + .milliseconds(5)) }
+            guard !pendingSends.isEmpty else { return }
+        }
         let sent = socket.send(pendingSends)
         counters.datagramsOut += sent
         counters.bytesOut += pendingSends.prefix(sent).reduce(0) { $0 + $1.bytes.count }

@@ -68,6 +68,8 @@ struct MetricsSnapshot: Sendable {
             PrometheusMetric("tessera_datagrams_total", .counter, "UDP datagrams on the media port.", [("direction=\"in\"", "\(counters.datagramsIn)"), ("direction=\"out\"", "\(counters.datagramsOut)")]),
             PrometheusMetric("tessera_bytes_total", .counter, "UDP payload bytes on the media port.", [("direction=\"in\"", "\(counters.bytesIn)"), ("direction=\"out\"", "\(counters.bytesOut)")]),
             PrometheusMetric("tessera_datagrams_unroutable_total", .counter, "Datagrams from unknown addresses that named no peer.", [("", "\(counters.unroutable)")]),
+            PrometheusMetric("tessera_tcp_connections", .gauge, "ICE-TCP connections open on the media TCP port.", [("", "\(port.tcpConnectionCount)")]),
+            PrometheusMetric("tessera_tcp_connections_total", .counter, "ICE-TCP connections accepted, and refused (over the limit, or naming no peer within 10 s).", [("result=\"accepted\"", "\(counters.tcpAccepted)"), ("result=\"refused\"", "\(counters.tcpRefused)")]),
             PrometheusMetric("tessera_start_failures_total", .counter, "Codecs, renderers and recorders that failed to start (each kind logged once with its reason).", StartFailures.components.map { ("component=\"\($0)\"", "\(failures[$0] ?? 0)") }),
         ]
     }

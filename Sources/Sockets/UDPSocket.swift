@@ -18,6 +18,10 @@ public final class UDPSocket {
     public struct Datagram: Sendable {
         public var bytes: [UInt8]
         public var source: TransportAddress
+        public init(bytes: [UInt8], source: TransportAddress) {
+            self.bytes = bytes
+            self.source = source
+        }
     }
 
     public let fd: Int32

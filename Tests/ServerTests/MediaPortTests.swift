@@ -69,6 +69,49 @@ private final class RemovingSink: PeerEventSink {
         #expect(unroutable == 3)
     }
 
+    /// ICE-TCP (RFC 6544): a client that connects to the TCP port and sends a framed check naming
+    /// the peer's ufrag gets the framed success answer on the same connection, and the peer's
+    /// transport sees the check; a connection that names no peer is counted as unroutable.
+    @Test func aFramedCheckOverTCPIsAnsweredOnTheConnection() throws {
+        let loop = try EventLoop()
+        let any = TransportAddress(ipv4: 127, 0, 0, 1, port: 0)
+        let port = try MediaPort(loop: loop, bind: any, tcpBind: any)
+        let tcpAddress = try #require(port.tcpListener?.localAddress)
+        let hostICE = ICECredentials.random(), clientICE = ICECredentials.random()
+        let certificate = try DTLSCertificate()
+        let dtls = try DTLSTransport(context: DTLSContext(certificate: certificate), role: .server,
+                                     remoteFingerprints: [certificate.fingerprint], now: loop.clock.now())
+        let transport = PeerTransport(ice: .lite(ICELiteAgent(local: hostICE, remote: clientICE)), dtls: dtls, now: loop.clock.now())
+        let sink = RemovingSink()
+        _ = port.add(transport, localUfrag: hostICE.ufrag, sink: sink)
+        let confined = LoopConfined(port, on: loop)
+        let thread = Thread { loop.run() }
+        thread.start()
+        defer { loop.stop() }
+
+        var agent = ICEControllingAgent(local: clientICE, remote: hostICE, remoteAddress: tcpAddress, tieBreaker: 7, now: loop.clock.now())
+        let polled = agent.pollCheck(now: loop.clock.now())
+        let check = try #require(polled)
+        let client = try TestTCPClient(connectingTo: tcpAddress)
+        try client.send(try #require(StreamFraming.frame(check)))
+        let answer = try #require(client.receiveFrame(timeout: .seconds(5)), "a framed answer")
+        let response = try STUNMessage(parsing: answer)
+        #expect(response.type == .bindingSuccessResponse)
+        try agent.handleResponse(response, from: tcpAddress, now: loop.clock.now())
+        #expect(agent.connected, "the answer's integrity holds with the host's password")
+        #expect(try runOnLoop(loop) { confined.value.tcpConnectionCount } == 1)
+
+        // A second connection whose frame names no peer goes nowhere.
+        let stranger = try TestTCPClient(connectingTo: tcpAddress)
+        try stranger.send(try #require(StreamFraming.frame([0x80, 0x60, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0])))
+        var unroutable = 0
+        for _ in 0..<200 where unroutable < 1 {
+            unroutable = try runOnLoop(loop) { confined.value.counters.unroutable }
+            if unroutable < 1 { usleep(2_000) }  // bounded wait for the kernel to deliver
+        }
+        #expect(unroutable == 1)
+    }
+
     /// Runs `body` on the loop thread (it wakes the loop, so due timers run first) and returns its result.
     private func runOnLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () -> T) throws -> T {
         let done = DispatchSemaphore(value: 0)
@@ -80,4 +123,35 @@ private final class RemovingSink: PeerEventSink {
         guard done.wait(timeout: .now() + 10) == .success, let result else { throw CancellationError() }
         return result
     }
+}
+
+/// A blocking TCP client for tests: connects, sends bytes, reads one RFC 4571 frame.
+final class TestTCPClient {
+    let fd: Int32
+    private var framing = StreamFraming()
+
+    init(connectingTo address: TransportAddress) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0, address.withSockaddr({ connect(fd, $0, $1) }) == 0 else { throw CancellationError() }
+    }
+
+    func send(_ bytes: [UInt8]) throws {
+        let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, 0) }
+        guard sent == bytes.count else { throw CancellationError() }
+    }
+
+    /// The next whole frame, or nil when none came within `timeout`.
+    func receiveFrame(timeout: Duration) -> [UInt8]? {
+        var wait = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        for _ in 0..<64 {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 4096, 0) }
+            guard count > 0 else { return nil }
+            if let first = framing.append(Array(buffer[..<count])).first { return first }
+        }
+        return nil
+    }
+
+    deinit { close(fd) }
 }
