@@ -20,7 +20,8 @@ struct AcceptedOffer: Sendable {
 
     /// Reads an offer and answers it. `sends(kind)` says whether the host sends media of that kind
     /// on the sections of that kind (each gets its own SSRC).
-    init(offer body: [UInt8], host: MediaHost, feedback: [RTCPFeedback], sends: (MediaKind) -> Bool) throws(OfferRejection) {
+    init(offer body: [UInt8], host: MediaHost, feedback: [RTCPFeedback], headerExtensions: [String] = AcceptedOffer.headerExtensions,
+         sends: (MediaKind) -> Bool) throws(OfferRejection) {
         let offer: SessionDescription
         do { offer = try SessionDescription(parsing: body) } catch {
             throw OfferRejection(error: "unreadable SDP", detail: error.description)
@@ -39,7 +40,7 @@ struct AcceptedOffer: Sendable {
         let parameters = HostParameters(
             iceUsernameFragment: localICE.ufrag, icePassword: localICE.password,
             fingerprintSHA256: host.certificate.fingerprint.sdpValue, candidateAddresses: host.candidateAddresses,
-            feedback: feedback, headerExtensionURIs: Self.headerExtensions, senders: senders,
+            feedback: feedback, headerExtensionURIs: headerExtensions, senders: senders,
             sessionID: UInt64.random(in: 1...UInt64(Int64.max), using: &generator))
         let negotiated: NegotiatedSession
         do { negotiated = try negotiate(offer: offer, host: parameters) } catch {
@@ -79,6 +80,11 @@ struct AcceptedOffer: Sendable {
         RTCPFeedback(payloadType: nil, type: "goog-remb"),
         RTCPFeedback(payloadType: nil, type: "transport-cc"),
     ]
+
+    /// What the echo answers: repair only. It sends a peer its own packets back and estimates
+    /// nothing, so it offers no transport-cc or REMB that the peer would wait on in vain.
+    static let echoFeedback = feedback.filter { $0.type != "transport-cc" && $0.type != "goog-remb" }
+    static let echoHeaderExtensions = headerExtensions.filter { !$0.contains("transport-wide-cc") }
 
     /// The peer's transport engine: lite ICE, DTLS in the role the answer took.
     func makeTransport(host: MediaHost, now: Instant) throws(DTLSError) -> PeerTransport {
