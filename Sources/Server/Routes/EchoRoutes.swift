@@ -14,7 +14,8 @@ extension HostAPI {
         }
         let accepted: AcceptedOffer
         do {
-            accepted = try AcceptedOffer(offer: request.body, host: media, feedback: AcceptedOffer.feedback) { $0 == .audio || $0 == .video }
+            accepted = try AcceptedOffer(offer: request.body, host: media, feedback: AcceptedOffer.echoFeedback,
+                                         headerExtensions: AcceptedOffer.echoHeaderExtensions) { $0 == .audio || $0 == .video }
         } catch {
             return error.response
         }
