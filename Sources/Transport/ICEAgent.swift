@@ -92,6 +92,9 @@ public struct ICELiteAgent: Sendable {
         return response.finish(integrityKey: key, fingerprint: true)
     }
 
+    /// Sends to `address` from now on: a validated address the peer moved to (NAT rebinding).
+    public mutating func select(_ address: TransportAddress) { selectedAddress = address }
+
     /// True when no valid check has come for the consent timeout (RFC 7675 §5.1), counting from
     /// `since` (when the session began) before the first one.
     public func consentExpired(now: Instant, since start: Instant) -> Bool {
@@ -115,6 +118,9 @@ public struct ICEControllingAgent: Sendable {
     public var checkInterval: Duration = .milliseconds(50)
     public var consentInterval: Duration = .seconds(5)
     public var consentTimeout: Duration = .seconds(30)
+    /// Whether consent checks (after the first success) nominate again with USE-CANDIDATE, as
+    /// Chromium does towards a lite peer; false for a peer whose consent checks do not.
+    public var nominatesOnConsent = true
 
     public private(set) var connected = false
     public private(set) var lastResponse: Instant?
@@ -146,8 +152,8 @@ public struct ICEControllingAgent: Sendable {
             .username("\(remote.ufrag):\(local.ufrag)"),
             .priority(0x7E00_00FF),  // host candidate, RFC 8445 §5.1.2.1
             .iceControlling(tieBreaker: tieBreaker),
-            .useCandidate,
         ])
+        if !connected || nominatesOnConsent { try? request.append(.useCandidate) }
         return request.finish(integrityKey: .shortTerm(password: remote.password), fingerprint: true)
     }
 

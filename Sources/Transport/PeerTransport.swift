@@ -66,6 +66,12 @@ public final class PeerTransport {
     private var iceConnected = false
     /// Addresses that passed a check: the only ones DTLS and SRTP are taken from (bounded).
     private var validatedAddresses: [TransportAddress] = []
+    /// When each validated address last sent a valid check or an authenticated packet.
+    private var lastHeard: [TransportAddress: Instant] = [:]
+    /// A lite host follows its peer to another validated address once the selected one has
+    /// been silent this long while the other is heard (NAT rebinding: the peer's checks and
+    /// media come from a new port, and its old mapping is gone).
+    public static let rebindingSilence: Duration = .seconds(1)
     private var inbound: SRTPSession?
     private var outbound: SRTPSession?
     private var transmits = FIFOQueue<Transmit>()
@@ -87,7 +93,7 @@ public final class PeerTransport {
             guard validatedAddresses.contains(source) else { drops.unknownAddress += 1; return }
             dtls.handleDatagram(datagram, now: now)
             afterDTLS(destination: source)
-        case .rtpOrRTCP: handleSRTP(datagram, from: source)
+        case .rtpOrRTCP: handleSRTP(datagram, from: source, now: now)
         case .unknown: drops.unknownKind += 1
         }
     }
@@ -158,9 +164,12 @@ public final class PeerTransport {
                 ice = .lite(agent)
                 transmits.append((response, source))
                 // A 420 answer (unknown required attribute) validates nothing.
-                if message.unknownComprehensionRequired.isEmpty, !validatedAddresses.contains(source) {
-                    validatedAddresses.append(source)
-                    if validatedAddresses.count > 8 { validatedAddresses.removeFirst() }
+                if message.unknownComprehensionRequired.isEmpty {
+                    if !validatedAddresses.contains(source) {
+                        validatedAddresses.append(source)
+                        if validatedAddresses.count > 8 { lastHeard[validatedAddresses.removeFirst()] = nil }
+                    }
+                    heard(from: source, now: now)
                 }
             } catch {
                 drops.stunRejected += 1
@@ -180,16 +189,29 @@ public final class PeerTransport {
         }
     }
 
-    private func handleSRTP(_ datagram: [UInt8], from source: TransportAddress) {
+    private func handleSRTP(_ datagram: [UInt8], from source: TransportAddress, now: Instant) {
         guard validatedAddresses.contains(source) else { drops.unknownAddress += 1; return }
         guard let inbound, datagram.count >= 2 else { drops.srtpRejected += 1; return }
         // RFC 5761 §4: RTCP packet types 192–223 put 64–95 in the RTP payload-type position.
         let isRTCP = (64...95).contains(datagram[1] & 0x7F)
         do {
             events.append(isRTCP ? .rtcp(try inbound.unprotectRTCP(datagram)) : .rtp(try inbound.unprotectRTP(datagram)))
+            heard(from: source, now: now)
         } catch {
             drops.srtpRejected += 1
         }
+    }
+
+    /// A validated address was heard (a valid check, or a packet that authenticated): when the
+    /// selected one has gone silent, the lite host sends there instead. Only the peer can make
+    /// both (the check needs its ICE password, the packet its SRTP key), so no one else can
+    /// divert its media.
+    private func heard(from source: TransportAddress, now: Instant) {
+        lastHeard[source] = now
+        guard case .lite(var agent) = ice, let selected = agent.selectedAddress, selected != source,
+              now - (lastHeard[selected] ?? start) >= Self.rebindingSilence else { return }
+        agent.select(source)
+        ice = .lite(agent)
     }
 
     /// Sends what DTLS wrote and notices the end of the handshake.

@@ -9,7 +9,8 @@ import WireTesting
 /// lost flight the network lets that much real time pass too (a few tens of milliseconds here).
 private final class InMemoryCall {
     let hostAddress = TransportAddress(ipv4: 127, 0, 0, 1, port: 50000)
-    let clientAddress = TransportAddress(ipv4: 127, 0, 0, 1, port: 40000)
+    /// The client's address as the host sees it: a test may move it (NAT rebinding).
+    var clientAddress = TransportAddress(ipv4: 127, 0, 0, 1, port: 40000)
     let clock = ManualClock(start: .milliseconds(1000))
     let host: PeerTransport
     let client: PeerTransport
@@ -21,7 +22,7 @@ private final class InMemoryCall {
     static let hostCertificate = Result { try DTLSCertificate() }
     static let clientCertificate = Result { try DTLSCertificate() }
 
-    init(seed: UInt64, lossRate: Double = 0, clientPresents: DTLSCertificate? = nil) throws {
+    init(seed: UInt64, lossRate: Double = 0, clientPresents: DTLSCertificate? = nil, clientNominatesOnConsent: Bool = true) throws {
         let now = clock.now()
         let hostCredentials = ICECredentials.random(), clientCredentials = ICECredentials.random()
         let hostCertificate = try Self.hostCertificate.get(), clientCertificate = try Self.clientCertificate.get()
@@ -32,9 +33,10 @@ private final class InMemoryCall {
                                            remoteFingerprints: [hostCertificate.fingerprint], now: now,
                                            initialRetransmitInterval: .milliseconds(10))
         host = PeerTransport(ice: .lite(ICELiteAgent(local: hostCredentials, remote: clientCredentials)), dtls: hostDTLS, now: now)
-        client = PeerTransport(ice: .controlling(ICEControllingAgent(local: clientCredentials, remote: hostCredentials,
-                                                                    remoteAddress: hostAddress, tieBreaker: seed, now: now)),
-                               dtls: clientDTLS, now: now)
+        var agent = ICEControllingAgent(local: clientCredentials, remote: hostCredentials, remoteAddress: hostAddress,
+                                        tieBreaker: seed, now: now)
+        agent.nominatesOnConsent = clientNominatesOnConsent
+        client = PeerTransport(ice: .controlling(agent), dtls: clientDTLS, now: now)
         generator = SeededGenerator(seed: seed)
         self.lossRate = lossRate
     }
@@ -105,6 +107,35 @@ private func rtpPacket(seq: UInt16, ssrc: UInt32 = 0x1234_5678, payload: [UInt8]
         #expect(call.hostEvents.contains(.rtcp(rtcp)))
         #expect(call.clientEvents.contains(.rtp(rtpPacket(seq: 2, ssrc: 0xAAAA_BBBB))))
         #expect(call.host.drops.total == 0)
+    }
+
+    /// NAT rebinding: the client's packets start coming from another port and its old mapping
+    /// is gone. Its media is dropped until its next consent check validates the new address;
+    /// then, the old one silent, the host sends there, and the call goes on without a rejoin.
+    /// Its consent checks do not nominate (a check with USE-CANDIDATE moves the host at once).
+    @Test func aClientWhoseAddressChangesIsFollowedAfterAValidCheck() throws {
+        let call = try InMemoryCall(seed: 2, clientNominatesOnConsent: false)
+        call.client.handleTimeout(now: call.clock.now())
+        call.run { call.bothSecure }
+        #expect(call.bothSecure)
+        call.clientAddress = TransportAddress(ipv4: 127, 0, 0, 1, port: 40_001)
+        var sequence: UInt16 = 100
+        var received: [UInt16] = []
+        for _ in 0..<400 {  // 8 s in 20 ms steps: the client's consent check comes every 5 s
+            call.clock.advance(by: .milliseconds(20))
+            call.host.handleTimeout(now: call.clock.now())
+            call.client.handleTimeout(now: call.clock.now())
+            sequence &+= 1
+            call.client.sendRTP(rtpPacket(seq: sequence))
+            call.host.sendRTP(rtpPacket(seq: sequence, ssrc: 0xAAAA_BBBB))
+            call.clientEvents.removeAll()
+            call.deliver()
+            for case .rtp(let bytes) in call.clientEvents { received.append(UInt16(bytes[2]) << 8 | UInt16(bytes[3])) }
+        }
+        #expect(call.host.remoteAddress == call.clientAddress, "the host sends to the new address")
+        #expect(call.host.failure == nil && call.client.failure == nil)
+        #expect(received.count > 100, "the host's media reaches the client again: \(received.count) packets")
+        #expect(received.last == sequence)
     }
 
     @Test(arguments: [UInt64(11), 12, 13, 14, 15])
