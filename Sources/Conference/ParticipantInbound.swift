@@ -42,6 +42,9 @@ public final class ParticipantInbound {
     private var cameraSSRC: SSRC?
     /// Sections (by index) whose first media has arrived.
     private var published: Set<Int> = []
+    /// Decoded camera pictures waiting for the audio captured with them (lip sync).
+    private var cameraSync = CameraSync()
+    private var microphoneSSRC: SSRC?
 
     public init(negotiated: NegotiatedSession, identity: String, seed: UInt64, now: Instant) {
         let inbound = InboundSections(negotiated)
@@ -98,6 +101,7 @@ public final class ParticipantInbound {
         if index == audioSection, let audioReceiver {
             // A malformed level is no level: the packet is decoded as any other.
             let level = (try? media.headerExtension(AudioLevel.self, in: inbound.extensions)) ?? nil
+            microphoneSSRC = media.ssrc
             audioReceiver.receive(payload: Array(media.payload), sequenceNumber: media.sequenceNumber,
                                   timestamp: media.timestamp, arrival: now, level: level)
         }
@@ -153,9 +157,24 @@ public final class ParticipantInbound {
     public var transportFeedbackSent: Int { receiver.transportFeedbackSent }
     public var keyFrameRequestsSent: Int { receiver.keyFrameRequestsSent }
 
-    /// Pushes decoded camera pictures and turns the receiver's key frame needs into PLI.
+    /// Shows the camera pictures whose audio plays now (lip sync, `CameraSync`): call before
+    /// each composite is drawn.
+    public func releaseCamera(now: Instant) {
+        var clocks: (audio: SenderClock, video: SenderClock)?
+        if let microphoneSSRC, let cameraSSRC, let audio = receiver.senderClock(of: microphoneSSRC),
+           let video = receiver.senderClock(of: cameraSSRC) {
+            clocks = (audio, video)
+        }
+        let audio = audioReceiver?.playout.map { AudioPlayout(timestamp: $0.timestamp, at: $0.at, depth: $0.depth) }
+        for picture in cameraSync.release(now: now, audio: audio, clocks: clocks) { cameraTrack.push(picture, now: now) }
+    }
+
+    /// Holds decoded camera pictures for lip sync and turns the receiver's key frame needs into PLI.
     private func take(_ pictures: [I420Frame], now: Instant, wasWaiting: Bool) {
-        for picture in pictures { cameraTrack.push(picture, now: now) }
+        let timestamps = videoReceiver?.lastTimestamps ?? []
+        for (index, picture) in pictures.enumerated() {
+            cameraSync.hold(picture, rtpTimestamp: index < timestamps.count ? timestamps[index] : 0, arrival: now)
+        }
         videoStalledSince = pictures.isEmpty ? (videoStalledSince ?? now) : nil
         guard let cameraSSRC, let videoReceiver else { return }
         if videoKeyFrameNeeded {

@@ -383,7 +383,10 @@ public final class Room {
     /// someone can receive it, or a recording takes it). Receivers whose wanted encoding differs
     /// from the one they get ask that encoding for a key frame: they switch at it.
     private func videoTick(deadline: Instant, now: Instant) {
-        for participant in participants { participant.inbound.abandonStalledVideo(now: now) }
+        for participant in participants {
+            participant.inbound.abandonStalledVideo(now: now)
+            participant.inbound.releaseCamera(now: deadline)
+        }
         let receivers = participants.filter(\.receivesVideoNow)
         if !receivers.isEmpty || mixTrack != nil {
             let began = ContinuousClock.now

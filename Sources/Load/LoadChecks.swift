@@ -97,6 +97,11 @@ struct LoadChecks {
     }
 
     var loss: Check {
+        // A blackout loses all it covers, and after it the host sends less while its estimates
+        // recover: the loss share then says nothing about the host; the recovery times do.
+        if options.blackoutAt != nil {
+            return Check(name: "loss (not judged: the run has a blackout)", passed: true, detail: "")
+        }
         // An impaired run allows the loss it asked for on top of the bound.
         let bound = options.maxLossFraction + (options.impairment?.loss ?? 0)
         let problems = zip(identities, results).compactMap { identity, result -> String? in

@@ -56,6 +56,10 @@ public struct LoadOptions: Sendable, Equatable {
     public var impairment: NetworkImpairment?
     /// Seeds the impairment (each participant's own network is seeded from it).
     public var seed: UInt64 = 1
+    /// When (from the run's start) every participant's network goes dark for
+    /// `blackoutLength`, both ways; the report says how soon media came back.
+    public var blackoutAt: Duration?
+    public static let blackoutLength: Duration = .seconds(2)
 
     public init() {}
 
@@ -64,13 +68,15 @@ public struct LoadOptions: Sendable, Equatable {
                             [--join-rate 10] [--video 640x360@30|off] [--speakers 3] [--churn 0]
                             [--audio-levels on|off] [--decoders 2] [--report PATH|none] [--max-audio-latency 500ms]
                             [--max-video-latency 800ms] [--max-loss 2%] [--allow-remote] [--quiet]
-                            [--loss 5%] [--burst 3] [--jitter 50ms] [--reorder 1%] [--seed 1]
+                            [--loss 5%] [--burst 3] [--jitter 50ms] [--reorder 1%] [--seed 1] [--blackout 10s]
         Synthetic participants join the room, send their tone and colour, check what they receive,
         and report: a table on standard output, and PATH.json and PATH.html (by default
         reports/tessera-load-YYYYMMDD-HHMMSS under the working directory; --report none writes
         none). --loss, --burst, --jitter and --reorder put each participant's media (RTP and RTCP,
         both ways) through a seeded lossy network; the loss check then allows the loss given plus
-        --max-loss. --name=value works as well as --name value. Exit status 0 only when every
+        --max-loss. --blackout AT drops everything every participant sends and receives for 2 s
+        from AT into the run, and reports how soon the mix and the composite came back (the freeze
+        check leaves those 2 s out, and loss is not judged). --name=value works as well as --name value. Exit status 0 only when every
         check passed, 1 when a check failed, 2 for bad arguments.
         """
 
@@ -145,6 +151,9 @@ public struct LoadOptions: Sendable, Equatable {
             case "seed":
                 guard let seed = UInt64(value) else { throw bad("a whole number") }
                 self.seed = seed
+            case "blackout":
+                guard let at = Self.duration(value), at >= .seconds(1), at <= .seconds(86_400) else { throw bad("a time into the run, like 10s") }
+                blackoutAt = at
             case "max-loss":
                 let number = value.hasSuffix("%") ? Double(value.dropLast()).map { $0 / 100 } : Double(value)
                 guard let fraction = number, fraction >= 0, fraction <= 1 else { throw bad("a fraction like 0.02 or 2%") }

@@ -43,6 +43,13 @@ final class LoadParticipant {
         /// Generic NACKs and key frame requests it sent about the composite.
         var nacksSent = 0
         var keyFrameRequestsSent = 0
+        /// After `--blackout`: how soon its first mix packet, and its first whole composite
+        /// frame, arrived.
+        var audioRecoveryMilliseconds: Double?
+        var videoRecoveryMilliseconds: Double?
+        /// Mix packets expected and never received (each one its player conceals).
+        var audioPacketsExpected: Int64 = 0
+        var audioPacketsLost: Int64 = 0
         var connectedMilliseconds = 0.0
         /// Per speaker index: mix frames in which that speaker should have been heard, and was.
         var framesExpectingSpeaker: [Int: Int] = [:]
@@ -89,6 +96,8 @@ final class LoadParticipant {
     private var hostAudio: SSRC?
     private var hostVideo: SSRC?
     private var hostVideoRTX: RTXConfiguration?
+    /// The mix in sequence order, as a player's jitter buffer plays it.
+    private var mixReorder = MixReorder()
     /// When its transport or receive side next needs the time.
     private lazy var timer: DeadlineTimer = {
         let timer = DeadlineTimer(loop: loop)
@@ -294,6 +303,10 @@ final class LoadParticipant {
             results.packetsExpected += statistics.packetsExpected
             results.packetsLost += statistics.cumulativeLost
             results.jitterMilliseconds.append(seconds(statistics.jitterDuration) * 1000)
+            if statistics.ssrc == hostAudio {
+                results.audioPacketsExpected += statistics.packetsExpected
+                results.audioPacketsLost += statistics.cumulativeLost
+            }
         }
     }
 
@@ -315,7 +328,7 @@ final class LoadParticipant {
         for _ in 0..<16 {  // bounded: a flood cannot hold the loop
             let batch = socket.receiveBatch()
             if batch.isEmpty { break }
-            for datagram in batch where datagram.source == answer?.candidate {
+            for datagram in batch where datagram.source == answer?.candidate && !model.isDark(now) {
                 if network != nil, Self.isMedia(datagram.bytes) {
                     network?.inbound.send(datagram, now: now)
                 } else {
@@ -379,6 +392,7 @@ final class LoadParticipant {
             datagrams += network.outbound.receive(now: now)
             self.network = network
         }
+        if model.isDark(now) { return }  // `--blackout`: nothing gets through
         if !datagrams.isEmpty { socket.send(datagrams) }
     }
 
@@ -396,6 +410,7 @@ final class LoadParticipant {
     /// One 20 ms audio packet: the tone loop's next (timing its onsets), or silence.
     func sendAudio(now: Instant) {
         guard state == .connected else { return }
+        for packet in mixReorder.release(now: now) { heard(packet, now: now) }  // a gap waited long enough
         let payload: [UInt8], level: AudioLevel
         if let toneLoop {
             let position = audioCount % ToneLoop.packetsPerLoop
@@ -453,9 +468,14 @@ final class LoadParticipant {
         let reception = receiver.receive(packet, now: now)
         self.receiver = receiver
         guard case .media(let media) = reception else { return }
+        if let blackout = model.blackout, now >= blackout.upperBound {
+            let since = seconds(now - blackout.upperBound) * 1000
+            if media.ssrc == hostAudio, results.audioRecoveryMilliseconds == nil { results.audioRecoveryMilliseconds = since }
+            if media.ssrc == hostVideo, media.marker, results.videoRecoveryMilliseconds == nil { results.videoRecoveryMilliseconds = since }
+        }
         if media.ssrc == hostAudio {
             results.audioPacketsReceived += 1
-            heard(media, now: now)
+            for packet in mixReorder.insert(media, now: now) { heard(packet, now: now) }
         } else if media.ssrc == hostVideo {
             results.videoPacketsReceived += 1
             if packet.ssrc == hostVideoRTX?.ssrc { results.retransmissionsReceived += 1 }
@@ -512,7 +532,7 @@ final class LoadParticipant {
         if packet.marker, packet.timestamp != lastFrameTimestamp {
             lastFrameTimestamp = packet.timestamp
             results.videoFramesReceived += 1
-            if let last = lastFrameArrival, now - last > .milliseconds(200) {
+            if let last = lastFrameArrival, now - last > .milliseconds(200), !(model.blackout.map { $0.overlaps(last..<now) } ?? false) {
                 results.freezes += 1
                 results.freezeMilliseconds += seconds(now - last) * 1000
                 results.longestFreezeMilliseconds = max(results.longestFreezeMilliseconds, seconds(now - last) * 1000)

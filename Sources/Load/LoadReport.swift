@@ -31,6 +31,12 @@ public struct LoadReport: Codable, Sendable {
         public var keyFrameRequestsSent: Int
         public var retransmissionsReceived: Int
         public var keyFramesReceived: Int
+        /// After `--blackout`: how soon the mix and the composite came back.
+        public var audioRecoveryMilliseconds: Double?
+        public var videoRecoveryMilliseconds: Double?
+        /// Host audio packets that never came, as a share of those expected: what its player
+        /// conceals (the mix is not resent).
+        public var audioConcealedFraction: Double?
         /// Per speaker heard: the fraction of the mix frames (while it spoke) that held its tone.
         public var heard: [String: Double]
         /// The fraction of mix frames holding the participant's own tone (speakers only).
@@ -77,6 +83,11 @@ public struct LoadReport: Codable, Sendable {
         public var nacksSent: Int
         public var retransmissionsReceived: Int
         public var keyFramesPerReceiverMedian: Double?
+        /// After `--blackout`, over receivers: the slowest recovery of the mix and of the composite.
+        public var audioRecoveryMillisecondsMax: Double?
+        public var videoRecoveryMillisecondsMax: Double?
+        /// The mix packets receivers never got (each concealed), median share over receivers.
+        public var audioConcealedFractionMedian: Double?
         /// While everyone was in (from the last join plus 2 s to the end):
         public var steadySeconds: Double
         public var hostCPU: Double?
@@ -130,6 +141,8 @@ public struct LoadReport: Codable, Sendable {
             ("freezes (> 200 ms), longest", "\(f.freezes), \(value(f.longestFreezeMilliseconds, " ms", digits: 0))"),
             ("NACKs sent / resent packets received", "\(f.nacksSent) / \(f.retransmissionsReceived)"),
             ("key frames per receiver, median", value(f.keyFramesPerReceiverMedian, digits: 0)),
+            ("mix concealed (packets never received), median", value(f.audioConcealedFractionMedian.map { $0 * 100 }, " %", digits: 2)),
+            ("after the blackout: mix / composite back within", "\(value(f.audioRecoveryMillisecondsMax, " ms", digits: 0)) / \(value(f.videoRecoveryMillisecondsMax, " ms", digits: 0))"),
             ("host CPU (cores)", value(f.hostCPU, digits: 3)),
             ("host CPU per participant", value(f.hostCPUPerParticipant.map { $0 * 100 }, " % of a core", digits: 2)),
             ("composite frames per second", value(f.compositeFramesPerSecond)),

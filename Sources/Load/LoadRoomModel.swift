@@ -26,6 +26,8 @@ final class LoadRoomModel {
     var lastMembershipChange: Instant
     /// Every participant's mix, each distinct stream decoded once.
     let mixDecoding: SharedMixDecoding
+    /// The window in which every participant's network is dark (`--blackout`).
+    let blackout: Range<Instant>?
 
     init(options: LoadOptions, start: Instant) {
         self.options = options
@@ -38,7 +40,11 @@ final class LoadRoomModel {
         pictureSends = Array(repeating: Array(repeating: nil, count: SyntheticSignal.pictureLoopLength), count: options.participants)
         lastMembershipChange = start
         mixDecoding = SharedMixDecoding(frequencies: speakers.map(\.frequency))
+        blackout = options.blackoutAt.map { (start + $0)..<(start + $0 + LoadOptions.blackoutLength) }
     }
+
+    /// Whether the network is dark at `now`.
+    func isDark(_ now: Instant) -> Bool { blackout?.contains(now) ?? false }
 
     func toneOnsetSent(by index: Int, at time: Instant) {
         onsets[index].append(time)

@@ -260,6 +260,7 @@ public final class LoadRun {
         } ?? "the mix of every participant"
         let decoding = options.video == nil ? "\(mixes); no video"
             : "\(mixes); the composite (VP8) of \(decoders.isEmpty ? "none" : decoders.joined(separator: ", ")), every 6th picture checked; the others count composite packets and frames"
+        let dark = options.blackoutAt == nil ? nil : LoadOptions.blackoutLength
         let figures = LoadReport.Figures(
             participants: options.participants, speakers: options.speakers, video: options.video?.description ?? "off",
             durationSeconds: end, joinMillisecondsMedian: Percentile.of(results.flatMap(\.joinMilliseconds), 0.5),
@@ -272,6 +273,9 @@ public final class LoadRun {
             longestFreezeMilliseconds: results.map(\.longestFreezeMilliseconds).max() ?? 0,
             nacksSent: results.reduce(0) { $0 + $1.nacksSent }, retransmissionsReceived: results.reduce(0) { $0 + $1.retransmissionsReceived },
             keyFramesPerReceiverMedian: options.video == nil ? nil : Percentile.of(results.map { Double($0.keyFramesReceived) }, 0.5),
+            audioRecoveryMillisecondsMax: options.blackoutAt == nil ? nil : results.compactMap(\.audioRecoveryMilliseconds).max(),
+            videoRecoveryMillisecondsMax: options.blackoutAt == nil || options.video == nil ? nil : results.compactMap(\.videoRecoveryMilliseconds).max(),
+            audioConcealedFractionMedian: Percentile.of(results.compactMap { Self.audioConcealed($0, dark: dark) }, 0.5),
             steadySeconds: max(0, end - steadyStart),
             hostCPU: hostCPU, hostCPUPerParticipant: hostCPU.map { $0 / count },
             compositeFramesPerSecond: options.video == nil ? nil : hostWindow("tessera_video_frames_composed"),
@@ -292,6 +296,8 @@ public final class LoadRun {
                 freezeMilliseconds: result.freezeMilliseconds, longestFreezeMilliseconds: result.longestFreezeMilliseconds,
                 nacksSent: result.nacksSent, keyFrameRequestsSent: result.keyFrameRequestsSent,
                 retransmissionsReceived: result.retransmissionsReceived, keyFramesReceived: result.keyFramesReceived,
+                audioRecoveryMilliseconds: result.audioRecoveryMilliseconds, videoRecoveryMilliseconds: result.videoRecoveryMilliseconds,
+                audioConcealedFraction: Self.audioConcealed(result, dark: dark),
                 heard: Dictionary(uniqueKeysWithValues: result.framesExpectingSpeaker.map { speaker, frames in
                     ("load-\(speaker)", Double(result.framesHearingSpeaker[speaker] ?? 0) / Double(max(frames, 1)))
                 }),
@@ -309,5 +315,13 @@ public final class LoadRun {
 
     static func loss(_ results: LoadParticipant.Results) -> Double {
         results.packetsExpected > 0 ? Double(results.packetsLost) / Double(results.packetsExpected) : 0
+    }
+
+    /// The share of its mix packets a receiver never got, less those a blackout of `dark` took
+    /// (the mix is 50 packets a second); nil when it expected none.
+    static func audioConcealed(_ results: LoadParticipant.Results, dark: Duration?) -> Double? {
+        let blackedOut = Int64((dark ?? .zero).seconds * 50)
+        let expected = results.audioPacketsExpected - blackedOut, lost = results.audioPacketsLost - blackedOut
+        return expected > 0 ? Double(max(0, lost)) / Double(expected) : nil
     }
 }

@@ -105,8 +105,16 @@ public struct AudioJitterBuffer: Sendable {
 
     private struct Entry: Sendable {
         var payload: [UInt8]
+        var timestamp: UInt32
         var hasFEC: Bool
         var isSilent: Bool
+    }
+
+    /// The RTP timestamp of the frame the last `pop` played (a packet, or a lost one it
+    /// concealed); nil while not playing. Lip sync lines the camera up with it.
+    public private(set) var playedTimestamp: UInt32?
+    private var frameTicks: UInt32 {
+        UInt32(clamping: Int64(configuration.frameDuration.seconds * Double(configuration.clockRate)))
     }
 
     private var slots: [Int64: Entry] = [:]
@@ -154,7 +162,7 @@ public struct AudioJitterBuffer: Sendable {
             statistics.duplicates += 1
             return
         }
-        slots[extended] = Entry(payload: payload, hasFEC: OpusDecoder.hasFEC(payload), isSilent: isSilent)
+        slots[extended] = Entry(payload: payload, timestamp: timestamp, hasFEC: OpusDecoder.hasFEC(payload), isSilent: isSilent)
         if nextToPlay == nil && bufferingSince == nil { bufferingSince = arrival }
         enforceMaximumDepth()
     }
@@ -164,6 +172,7 @@ public struct AudioJitterBuffer: Sendable {
         defer { refreshDepth() }
         guard let next = nextToPlay ?? start(now: now) else {
             statistics.silent += 1
+            playedTimestamp = nil
             return .silence
         }
         ticksSinceSkip += 1
@@ -171,6 +180,7 @@ public struct AudioJitterBuffer: Sendable {
             nextToPlay = next + 1
             underrunTicks = 0
             statistics.played += 1
+            playedTimestamp = entry.timestamp
             trimTowardTarget()
             return entry.isSilent ? .silentPacket(entry.payload) : .packet(entry.payload)
         }
@@ -184,6 +194,7 @@ public struct AudioJitterBuffer: Sendable {
                 underrunTicks = 0
                 statistics.stalls += 1
                 statistics.silent += 1
+                playedTimestamp = nil
                 return .silence
             }
             statistics.concealed += 1
@@ -192,6 +203,7 @@ public struct AudioJitterBuffer: Sendable {
         // Lost: later packets are here.
         nextToPlay = next + 1
         underrunTicks = 0
+        playedTimestamp = playedTimestamp.map { $0 &+ frameTicks }
         if let successor = slots[next + 1], successor.hasFEC {
             statistics.recoveredWithFEC += 1
             return .recoverWithFEC(nextPacket: successor.payload)

@@ -46,8 +46,17 @@ public final class AudioReceiver {
                       isSilent: level.map { $0.level >= Self.silentLevel } ?? false)
     }
 
+    /// Where the playout is: the RTP timestamp the last tick played, when it ran, and the audio
+    /// buffered; nil while nothing plays.
+    public var playout: (timestamp: UInt32, at: Instant, depth: Duration)? {
+        guard let timestamp = buffer.playedTimestamp, let at = lastTick else { return nil }
+        return (timestamp, at, buffer.statistics.currentDepth)
+    }
+    private var lastTick: Instant?
+
     /// The audio for the tick at `now` (20 ms for 20 ms packets), stamped `now`.
     public func tick(now: Instant) -> AudioFrame {
+        lastTick = now
         switch buffer.pop(now: now) {
         case .silentPacket(let packet):
             silentInARow += 1

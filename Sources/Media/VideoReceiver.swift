@@ -118,10 +118,18 @@ public final class VideoReceiver {
 
     // MARK: - Internals
 
+    /// The RTP timestamps of the pictures the last `receive` or `abandonIncompleteFrames`
+    /// returned, in the same order (lip sync maps them to the sender's clock).
+    public private(set) var lastTimestamps: [UInt32] = []
+
     private func drain(now: Instant) -> [I420Frame] {
         var pictures: [I420Frame] = []
+        lastTimestamps.removeAll(keepingCapacity: true)
         while let frame = assembler.popFrame() {
-            if let picture = decode(frame, now: now) { pictures.append(picture) }
+            if let picture = decode(frame, now: now) {
+                pictures.append(picture)
+                lastTimestamps.append(frame.timestamp)
+            }
         }
         if isWaitingForKeyFrame { requestKeyFrame(now: now) }
         return pictures

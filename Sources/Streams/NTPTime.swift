@@ -74,3 +74,25 @@ public struct NTPClockMapping: Equatable, Sendable {
     /// The NTP time at `now`, assuming the wall clock runs at the monotonic clock's rate.
     public func ntp(at now: Instant) -> NTPTimestamp { ntp + (now - instant) }
 }
+
+/// A sender's wall clock against one of its RTP clocks, from its latest sender report
+/// (RFC 3550 §6.4.1): what lip sync lines streams up by.
+public struct SenderClock: Sendable, Equatable {
+    /// The report's NTP time and the RTP timestamp of the same instant.
+    public var ntp: NTPTimestamp
+    public var rtpTimestamp: UInt32
+    public var clockRate: UInt32
+
+    public init(ntp: NTPTimestamp, rtpTimestamp: UInt32, clockRate: UInt32) {
+        self.ntp = ntp
+        self.rtpTimestamp = rtpTimestamp
+        self.clockRate = clockRate
+    }
+
+    /// The sender's wall-clock time, in NTP seconds, at which `timestamp` was sampled (within
+    /// half the RTP clock's wrap of the report).
+    public func seconds(at timestamp: UInt32) -> Double {
+        let reportSeconds = Double(ntp.rawValue >> 32) + Double(ntp.rawValue & 0xFFFF_FFFF) / 4_294_967_296
+        return reportSeconds + Double(Int32(bitPattern: timestamp &- rtpTimestamp)) / Double(max(1, clockRate))
+    }
+}

@@ -115,6 +115,11 @@ public struct PeerReceiver: Sendable {
     /// Transport-cc feedback packets sent.
     public var transportFeedbackSent: Int { transportFeedback.feedbackSent }
 
+    /// The source's wall clock against its RTP clock, once its sender report came.
+    public func senderClock(of ssrc: SSRC) -> SenderClock? {
+        streams.first { $0.configuration.mediaSSRC == ssrc }?.senderClock
+    }
+
     /// A keyframe is needed from the source (a decoder lost its reference): PLI until one comes.
     public mutating func requestKeyFrame(ssrc: SSRC, now: Instant) {
         guard let index = streams.firstIndex(where: { $0.configuration.mediaSSRC == ssrc }) else { return }

@@ -113,7 +113,12 @@ public struct RTPReceiveStream: Sendable {
     public mutating func receivedSenderReport(_ report: SenderReport, now: Instant) {
         guard report.ssrc == configuration.mediaSSRC else { return }
         statistics.receivedSenderReport(ntpTimestamp: report.ntpTimestamp, arrival: now)
+        senderClock = SenderClock(ntp: NTPTimestamp(rawValue: report.ntpTimestamp), rtpTimestamp: report.rtpTimestamp,
+                                  clockRate: configuration.clockRate)
     }
+
+    /// The sender's wall clock against this stream's RTP clock, from its latest SR.
+    public private(set) var senderClock: SenderClock?
 
     /// The decoder needs a keyframe (error, new viewer): ask until one arrives.
     public mutating func requestKeyFrame(now: Instant) { keyFrames?.keyFrameNeeded(now: now) }

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The network table of docs/network.md: `tessera load` (release builds, on this machine, inside a
+# loopback-only network namespace) with 6 participants (3 speaking, 640x360@30 cameras, a
+# 1280x720@30 composite) for 20 s at each loss (0, 2, 5, 10, 20 %) and jitter (0, 50, 100 ms)
+# both ways, each participant's network its own and seeded, with a 2 s blackout at 12 s. Each
+# cell is one run against a fresh host; prints a Markdown table of its figures.
+#   scripts/network-table.sh [LOSSES] [JITTERS]      e.g. scripts/network-table.sh "0 5" "0 50"
+# Environment: NETWORK_DIR (/tmp/tessera-network), PARTICIPANTS (6), SECONDS_PER_RUN (20).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+setup_test
+
+if [ -z "${TESSERA_BENCH_NETNS:-}" ]; then
+    cd "$TESSERA_ROOT"
+    swift build -c release --product tessera >/dev/null
+    flags=-n; [ "$(id -u)" -eq 0 ] || flags=-rn
+    TESSERA_BENCH_NETNS=1 exec unshare $flags sh -c 'ip link set lo up && exec "$@"' sh "$0" "$@"
+fi
+
+cd "$TESSERA_ROOT"
+TESSERA=$TESSERA_ROOT/.build/release/tessera
+WORK=${NETWORK_DIR:-/tmp/tessera-network}
+PARTICIPANTS=${PARTICIPANTS:-6}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-20}
+LOSSES=${1:-"0 2 5 10 20"}
+JITTERS=${2:-"0 50 100"}
+mkdir -p "$WORK"
+HOST_PID=
+stop_host() {
+    [ -n "$HOST_PID" ] || return 0
+    kill -TERM "$HOST_PID" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$HOST_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$HOST_PID" 2>/dev/null || true
+    wait "$HOST_PID" 2>/dev/null || true
+    HOST_PID=
+}
+trap stop_host EXIT
+
+echo "| loss | jitter | checks | freezes (longest) | mix concealed | audio latency p50 / p95 | video latency p50 / p95 | NACKs / resent | key frames per receiver | back after a 2 s blackout: mix / composite |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+for loss in $LOSSES; do
+    for jitter in $JITTERS; do
+        name="loss${loss}-jitter${jitter}"
+        cat >"$WORK/host.json" <<EOF
+{"http": {"listen": "127.0.0.1:0"}, "media": {"listen": "127.0.0.1:50000"}, "recordings": {"folder": "$WORK/recordings"}}
+EOF
+        "$TESSERA" serve --config "$WORK/host.json" >"$WORK/host.log" 2>&1 </dev/null &
+        HOST_PID=$!
+        base=
+        for _ in $(seq 100); do
+            base=$(sed -n 's#^.*tessera: listening on \(http://[^[:space:]]*\).*$#\1#p' "$WORK/host.log" | head -n 1)
+            [ -n "$base" ] && break
+            sleep 0.1
+        done
+        set +e
+        timeout -k 5 120 "$TESSERA" load --url "$base" --quiet --participants "$PARTICIPANTS" --duration "${SECONDS_PER_RUN}s" \
+            --loss "${loss}%" --jitter "${jitter}ms" --seed 1 --blackout 12s --report "$WORK/$name" >"$WORK/$name.out" 2>&1
+        set -e
+        stop_host
+        python3 - "$WORK/$name.json" "$loss" "$jitter" <<'PY'
+import json, sys
+path, loss, jitter = sys.argv[1:4]
+try:
+    r = json.load(open(path))
+except Exception as e:
+    print(f"| {loss} % | {jitter} ms | no report ({e}) | | | | | | | |")
+    sys.exit(0)
+f = r["figures"]
+def ms(x): return "-" if x is None else f"{x:.0f} ms"
+def pct(x): return "-" if x is None else f"{x * 100:.1f} %"
+failed = [c["name"] for c in r["checks"] if not c["passed"]]
+checks = "all pass" if not failed else "fail: " + "; ".join(failed)
+print(f"| {loss} % | {jitter} ms | {checks} | {f['freezes']} ({ms(f['longestFreezeMilliseconds'])}) | {pct(f.get('audioConcealedFractionMedian'))} "
+      f"| {ms(f.get('audioLatencyMillisecondsMedian'))} / {ms(f.get('audioLatencyMillisecondsP95'))} "
+      f"| {ms(f.get('videoLatencyMillisecondsMedian'))} / {ms(f.get('videoLatencyMillisecondsP95'))} "
+      f"| {f['nacksSent']} / {f['retransmissionsReceived']} | {f.get('keyFramesPerReceiverMedian') or 0:.0f} "
+      f"| {ms(f.get('audioRecoveryMillisecondsMax'))} / {ms(f.get('videoRecoveryMillisecondsMax'))} |")
+PY
+    done
+done
