@@ -36,8 +36,8 @@ stop_host() {
 }
 trap stop_host EXIT
 
-echo "| loss | jitter | checks | freezes (longest) | mix concealed | audio latency p50 / p95 | video latency p50 / p95 | NACKs / resent | key frames per receiver | back after a 2 s blackout: mix / composite |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| loss | jitter | checks | freezes (longest) | mix concealed | audio latency p50 / p95 | video latency p50 / p95 | A/V offset p50 / p95 | NACKs / resent | key frames per receiver | back after a 2 s blackout: mix / composite |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for loss in $LOSSES; do
     for jitter in $JITTERS; do
         name="loss${loss}-jitter${jitter}"
@@ -63,7 +63,7 @@ path, loss, jitter = sys.argv[1:4]
 try:
     r = json.load(open(path))
 except Exception as e:
-    print(f"| {loss} % | {jitter} ms | no report ({e}) | | | | | | | |")
+    print(f"| {loss} % | {jitter} ms | no report ({e}) | | | | | | | | |")
     sys.exit(0)
 f = r["figures"]
 def ms(x): return "-" if x is None else f"{x:.0f} ms"
@@ -73,6 +73,7 @@ checks = "all pass" if not failed else "fail: " + "; ".join(failed)
 print(f"| {loss} % | {jitter} ms | {checks} | {f['freezes']} ({ms(f['longestFreezeMilliseconds'])}) | {pct(f.get('audioConcealedFractionMedian'))} "
       f"| {ms(f.get('audioLatencyMillisecondsMedian'))} / {ms(f.get('audioLatencyMillisecondsP95'))} "
       f"| {ms(f.get('videoLatencyMillisecondsMedian'))} / {ms(f.get('videoLatencyMillisecondsP95'))} "
+      f"| {ms(f.get('avOffsetMillisecondsMedian'))} / {ms(f.get('avOffsetMillisecondsP95'))} "
       f"| {f['nacksSent']} / {f['retransmissionsReceived']} | {f.get('keyFramesPerReceiverMedian') or 0:.0f} "
       f"| {ms(f.get('audioRecoveryMillisecondsMax'))} / {ms(f.get('videoRecoveryMillisecondsMax'))} |")
 PY

@@ -62,6 +62,10 @@ final class LoadParticipant {
         var slotFailures: [String] = []
         var audioLatencies: [(at: Double, milliseconds: Double)] = []
         var videoLatencies: [(at: Double, milliseconds: Double)] = []
+        /// Lip sync as a receiver that plays by the host's sender reports sees it: for each new
+        /// camera frame of a speaker in the composite, its delay from send to the host's output
+        /// clock, less that of the speaker's last tone onset in the mix (positive: lips late).
+        var avOffsetMilliseconds: [Double] = []
     }
 
     let index: Int
@@ -98,6 +102,10 @@ final class LoadParticipant {
     private var hostVideoRTX: RTXConfiguration?
     /// The mix in sequence order, as a player's jitter buffer plays it.
     private var mixReorder = MixReorder()
+    /// Per speaker: the delay of its last tone onset from send to the host's mix clock
+    /// (seconds, through the host's audio SR), and the last frame code seen in its tile.
+    private var onsetDelay: [Int: (seconds: Double, heardAt: Instant)] = [:]
+    private var lastCodeSeen: [Int: Int] = [:]
     /// When its transport or receive side next needs the time.
     private lazy var timer: DeadlineTimer = {
         let timer = DeadlineTimer(loop: loop)
@@ -518,6 +526,10 @@ final class LoadParticipant {
                 if quietFrames[speaker] >= Self.onsetQuietFrames, fraction > 0.05,
                    let latency = model.toneLatency(of: speaker, heardAt: now) {
                     results.audioLatencies.append((runSeconds, seconds(latency) * 1000))
+                    if let hostAudio, let clock = receiver?.senderClock(of: hostAudio),
+                       let sent = model.onsetSentSeconds(of: speaker, heardAt: now) {
+                        onsetDelay[speaker] = (clock.seconds(at: packet.timestamp) - sent, now)
+                    }
                 }
             }
         }
@@ -543,7 +555,9 @@ final class LoadParticipant {
             }
         }
         guard let videoReceiver else { return }
-        for picture in videoReceiver.receive(packet, now: now) {
+        let pictures = videoReceiver.receive(packet, now: now)
+        for (picture, timestamp) in zip(pictures, videoReceiver.lastTimestamps) { measureLipSync(picture, rtpTimestamp: timestamp, now: now) }
+        for picture in pictures {
             results.framesDecoded += 1
             if results.firstFrameMilliseconds == nil, let postedAt { results.firstFrameMilliseconds = seconds(now - postedAt) * 1000 }
             decodedSinceCheck += 1
@@ -557,6 +571,31 @@ final class LoadParticipant {
         if keyFrames != keyFramesSeen, let hostVideo {
             keyFramesSeen = keyFrames
             receiver?.keyFrameReceived(ssrc: hostVideo)
+        }
+    }
+
+    /// Each speaker's tile: when its frame code changes (a new camera frame shows), the frame's
+    /// delay from send to the host's composite clock (through the host's video SR), against
+    /// that of the speaker's last tone onset in the mix.
+    private func measureLipSync(_ picture: I420Frame, rtpTimestamp: UInt32, now: Instant) {
+        guard !onsetDelay.isEmpty, let hostVideo, let clock = receiver?.senderClock(of: hostVideo),
+              let layout = model.settledLayout(now: now), let format = model.options.video,
+              picture.width == layout.canvas.width, picture.height == layout.canvas.height else { return }
+        let canvas = VideoSize(width: picture.width, height: picture.height)
+        // Around a blackout both streams restart: what they measure then is the restart.
+        let settling = model.blackout.map { now >= $0.lowerBound && now < $0.upperBound + .seconds(2) } ?? false
+        for position in layout.positions where position.source == .camera {
+            guard !settling, let sender = model.indexOf[position.participant], let onset = onsetDelay[sender],
+                  now - onset.heardAt < .milliseconds(1200) else { continue }
+            let audioDelay = onset.seconds
+            let placement = TilePlacement(tile: position.rect.pixels(in: canvas), source: (format.width, format.height),
+                                          contentMode: position.contentMode)
+            guard let code = FrameCode.read({ u, v in placement.point(u, v).map { picture.pixel(x: $0.x, y: $0.y).y } }),
+                  code != lastCodeSeen[sender] else { continue }
+            let isNewFrame = lastCodeSeen[sender] != nil
+            lastCodeSeen[sender] = code
+            guard isNewFrame, let sent = model.pictureSentSeconds(of: sender, frame: code, seenAt: now) else { continue }
+            results.avOffsetMilliseconds.append((clock.seconds(at: rtpTimestamp) - sent - audioDelay) * 1000)
         }
     }
 

@@ -37,6 +37,9 @@ public struct LoadReport: Codable, Sendable {
         /// Host audio packets that never came, as a share of those expected: what its player
         /// conceals (the mix is not resent).
         public var audioConcealedFraction: Double?
+        /// A/V offset (SR-mapped, positive: lips late), median and 95th percentile of its size.
+        public var avOffsetMillisecondsMedian: Double?
+        public var avOffsetMillisecondsP95: Double?
         /// Per speaker heard: the fraction of the mix frames (while it spoke) that held its tone.
         public var heard: [String: Double]
         /// The fraction of mix frames holding the participant's own tone (speakers only).
@@ -88,6 +91,11 @@ public struct LoadReport: Codable, Sendable {
         public var videoRecoveryMillisecondsMax: Double?
         /// The mix packets receivers never got (each concealed), median share over receivers.
         public var audioConcealedFractionMedian: Double?
+        /// Lip sync as receivers that play by the host's sender reports see it: each speaker's new
+        /// camera frames against its last tone onset (positive: lips late). Median, and the 95th
+        /// percentile of its size.
+        public var avOffsetMillisecondsMedian: Double?
+        public var avOffsetMillisecondsP95: Double?
         /// While everyone was in (from the last join plus 2 s to the end):
         public var steadySeconds: Double
         public var hostCPU: Double?
@@ -141,6 +149,7 @@ public struct LoadReport: Codable, Sendable {
             ("freezes (> 200 ms), longest", "\(f.freezes), \(value(f.longestFreezeMilliseconds, " ms", digits: 0))"),
             ("NACKs sent / resent packets received", "\(f.nacksSent) / \(f.retransmissionsReceived)"),
             ("key frames per receiver, median", value(f.keyFramesPerReceiverMedian, digits: 0)),
+            ("A/V offset by sender reports, median / p95 of size", "\(value(f.avOffsetMillisecondsMedian, " ms")) / \(value(f.avOffsetMillisecondsP95, " ms"))"),
             ("mix concealed (packets never received), median", value(f.audioConcealedFractionMedian.map { $0 * 100 }, " %", digits: 2)),
             ("after the blackout: mix / composite back within", "\(value(f.audioRecoveryMillisecondsMax, " ms", digits: 0)) / \(value(f.videoRecoveryMillisecondsMax, " ms", digits: 0))"),
             ("host CPU (cores)", value(f.hostCPU, digits: 3)),

@@ -1,4 +1,5 @@
 import Compositing
+import Streams
 import Media
 import Wire
 
@@ -28,10 +29,14 @@ final class LoadRoomModel {
     let mixDecoding: SharedMixDecoding
     /// The window in which every participant's network is dark (`--blackout`).
     let blackout: Range<Instant>?
+    /// This machine's wall clock against the loop's (the host's sender reports use the same
+    /// wall clock when it runs here): send times become NTP seconds for the A/V offset.
+    let wallClock: NTPClockMapping
 
-    init(options: LoadOptions, start: Instant) {
+    init(options: LoadOptions, start: Instant, wallClock: NTPClockMapping) {
         self.options = options
         self.start = start
+        self.wallClock = wallClock
         identities = (0..<options.participants).map { "load-\($0)" }
         indexOf = Dictionary(uniqueKeysWithValues: identities.enumerated().map { ($1, $0) })
         speakers = (0..<options.speakers).map { ("load-\($0)", SyntheticSignal.toneFrequency(index: $0)) }
@@ -41,6 +46,19 @@ final class LoadRoomModel {
         lastMembershipChange = start
         mixDecoding = SharedMixDecoding(frequencies: speakers.map(\.frequency))
         blackout = options.blackoutAt.map { (start + $0)..<(start + $0 + LoadOptions.blackoutLength) }
+    }
+
+    /// The send time of frame `frame` of `index`'s camera loop, in NTP seconds; nil when not
+    /// sent within the last loop.
+    func pictureSentSeconds(of index: Int, frame: Int, seenAt now: Instant) -> Double? {
+        guard pictureLatency(of: index, frame: frame, seenAt: now) != nil, let sent = pictureSends[index][frame] else { return nil }
+        return wallClock.ntp(at: sent).seconds
+    }
+
+    /// The send time of `index`'s latest tone onset heard at `now`, in NTP seconds.
+    func onsetSentSeconds(of index: Int, heardAt now: Instant) -> Double? {
+        guard let sent = onsets[index].last(where: { $0 <= now }), now - sent < .milliseconds(950) else { return nil }
+        return wallClock.ntp(at: sent).seconds
     }
 
     /// Whether the network is dark at `now`.

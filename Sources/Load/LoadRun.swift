@@ -1,6 +1,7 @@
 import Foundation
 import Compositing
 import Sockets
+import Streams
 import Transport
 import Wire
 
@@ -59,7 +60,7 @@ public final class LoadRun {
         let started = Date()
         log("load: preparing \(options.speakers) tone loops and \(options.video == nil ? 0 : options.participants) picture loops")
         let start = loop.clock.now() + .milliseconds(100)
-        let model = LoadRoomModel(options: options, start: start)
+        let model = LoadRoomModel(options: options, start: start, wallClock: .reading(loop.clock))
         self.model = model
         do {
             let certificate = try DTLSCertificate(commonName: "tessera-load")
@@ -276,6 +277,8 @@ public final class LoadRun {
             audioRecoveryMillisecondsMax: options.blackoutAt == nil ? nil : results.compactMap(\.audioRecoveryMilliseconds).max(),
             videoRecoveryMillisecondsMax: options.blackoutAt == nil || options.video == nil ? nil : results.compactMap(\.videoRecoveryMilliseconds).max(),
             audioConcealedFractionMedian: Percentile.of(results.compactMap { Self.audioConcealed($0, dark: dark) }, 0.5),
+            avOffsetMillisecondsMedian: Percentile.of(results.flatMap(\.avOffsetMilliseconds), 0.5),
+            avOffsetMillisecondsP95: Percentile.of(results.flatMap { $0.avOffsetMilliseconds.map(abs) }, 0.95),
             steadySeconds: max(0, end - steadyStart),
             hostCPU: hostCPU, hostCPUPerParticipant: hostCPU.map { $0 / count },
             compositeFramesPerSecond: options.video == nil ? nil : hostWindow("tessera_video_frames_composed"),
@@ -298,6 +301,8 @@ public final class LoadRun {
                 retransmissionsReceived: result.retransmissionsReceived, keyFramesReceived: result.keyFramesReceived,
                 audioRecoveryMilliseconds: result.audioRecoveryMilliseconds, videoRecoveryMilliseconds: result.videoRecoveryMilliseconds,
                 audioConcealedFraction: Self.audioConcealed(result, dark: dark),
+                avOffsetMillisecondsMedian: Percentile.of(result.avOffsetMilliseconds, 0.5),
+                avOffsetMillisecondsP95: Percentile.of(result.avOffsetMilliseconds.map(abs), 0.95),
                 heard: Dictionary(uniqueKeysWithValues: result.framesExpectingSpeaker.map { speaker, frames in
                     ("load-\(speaker)", Double(result.framesHearingSpeaker[speaker] ?? 0) / Double(max(frames, 1)))
                 }),

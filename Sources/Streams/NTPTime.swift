@@ -92,7 +92,6 @@ public struct SenderClock: Sendable, Equatable {
     /// The sender's wall-clock time, in NTP seconds, at which `timestamp` was sampled (within
     /// half the RTP clock's wrap of the report).
     public func seconds(at timestamp: UInt32) -> Double {
-        let reportSeconds = Double(ntp.rawValue >> 32) + Double(ntp.rawValue & 0xFFFF_FFFF) / 4_294_967_296
-        return reportSeconds + Double(Int32(bitPattern: timestamp &- rtpTimestamp)) / Double(max(1, clockRate))
+        ntp.seconds + Double(Int32(bitPattern: timestamp &- rtpTimestamp)) / Double(max(1, clockRate))
     }
 }
