@@ -42,8 +42,8 @@ public struct ParticipantOutbound {
     }()
 
     /// Resends of the composite may use at most this share of its encoding's bit rate (RFC 4588
-    /// §7: repair must not crowd out the media); what goes unanswered past it is healed by a key
-    /// frame instead.
+    /// §7: repair must not crowd out the media); a request over it is answered when the receiver
+    /// asks again, a round trip later.
     public static let retransmissionShare = 0.25
     /// The mix's resends: its packets are small and its rate low; a few lost in a row are
     /// worth resending whole.
