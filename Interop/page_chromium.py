@@ -25,6 +25,9 @@ after everyone is connected:
               composite shows red and green
   pageHeard   alice and bob hear the page's tone (so the page's microphone reaches the room and
               its absence from the page's own mix means something)
+  iceRestart  then the page restarts ICE as it does after a failure (PATCH with an offer with new
+              credentials): the host answers with new credentials, the checks with them are
+              answered, and the composite goes on, on the same connection
 
 Prints one JSON line of measurements on stdout; exit 0 only when every check passed, otherwise 1
 with `page_chromium: FAIL <check>: <detail>` lines on stderr (and `WARN` lines for what passed
@@ -296,6 +299,15 @@ async def scenario(args, dev, peers, out, checks, t_start):
         await asyncio.sleep(0.2)
     checks.update(last)
     out["sChecking"] = round(R.now() - t_all, 1)
+    # The page's recovery from a failed connection: an ICE restart by renegotiation (PATCH with an
+    # offer with new credentials). The host must answer with new credentials, the checks with them
+    # must be answered, and the composite must go on, on the same connection.
+    restart = await ev("tessera.restartIce()", 20)
+    out["iceRestart"] = restart
+    ok = restart and restart.get("connection") == "connected" and restart.get("samePeerConnection") \
+        and restart.get("hostUfragChanged") and restart["after"]["responses"] > restart["before"]["responses"] \
+        and restart["after"]["frames"] > restart["before"]["frames"] + 30
+    checks["iceRestart"] = None if ok else "the ICE restart did not carry on: %r" % (restart,)
     out["selfCheck"] = sc
     out["layout"] = {n: [round(v, 3) for v in xy] for n, xy in centres.items()}
     out["aiortcMixShares"] = {n: shares for n, (_, _, shares) in heard.items()}

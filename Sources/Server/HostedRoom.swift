@@ -20,6 +20,8 @@ final class HostedRoom {
     private var peers: [String: MediaPort.PeerID] = [:]
     /// The sinks that take each participant's transport events.
     private var links: [String: ParticipantLink] = [:]
+    /// Each participant's offer and answer as last negotiated (a renegotiation starts from it).
+    private var sessions: [String: AcceptedOffer] = [:]
     private let timer: DeadlineTimer
     /// One encoder thread per composite encoding, with the generation it serves.
     private var encoders: [CompositeEncoding.Kind: (generation: Int, worker: VideoEncodeWorker)] = [:]
@@ -59,14 +61,14 @@ final class HostedRoom {
     var participants: [Participant] { room.participants }
 
     /// Adds a participant whose offer was answered, and attaches its transport to the port.
-    func join(identity: String, name: String?, negotiated: NegotiatedSession, transport: PeerTransport, localUfrag: String,
-              isViewer: Bool) -> Participant {
+    func join(identity: String, name: String?, accepted: AcceptedOffer, transport: PeerTransport, isViewer: Bool) -> Participant {
         let id = UUID().uuidString.lowercased()
-        let participant = room.join(id: id, identity: identity, name: name, negotiated: negotiated, isViewer: isViewer,
+        let participant = room.join(id: id, identity: identity, name: name, negotiated: accepted.negotiated, isViewer: isViewer,
                                     seed: UInt64.random(in: 0...UInt64.max), now: loop.clock.now())
         let link = ParticipantLink(id: id, room: self)
         links[id] = link
-        peers[id] = port.add(transport, localUfrag: localUfrag, sink: link)
+        sessions[id] = accepted
+        peers[id] = port.add(transport, localUfrag: accepted.localICE.ufrag, sink: link)
         carryOut()
         return participant
     }
@@ -75,6 +77,7 @@ final class HostedRoom {
     func leave(_ id: String, reason: String = "left") {
         guard let peer = peers.removeValue(forKey: id) else { return }
         links[id] = nil
+        sessions[id] = nil
         port.remove(peer)
         room.leave(id, reason: reason, now: loop.clock.now())
         carryOut()
@@ -89,6 +92,22 @@ final class HostedRoom {
         carryOut()
         timer.cancel()
         onClose(self)
+    }
+
+    /// The participant's session as last negotiated.
+    func session(_ id: String) -> AcceptedOffer? { sessions[id] }
+
+    /// Takes a renegotiation's answer (same m-lines): on new ICE credentials its transport
+    /// restarts ICE and the port knows it by its new ufrag. False when the participant is gone
+    /// or renegotiated meanwhile from another session than `previous`.
+    func renegotiated(_ id: String, from previous: AcceptedOffer, to accepted: AcceptedOffer) -> Bool {
+        guard let peer = peers[id], sessions[id]?.localICE == previous.localICE, let transport = port.transport(peer) else { return false }
+        sessions[id] = accepted
+        if accepted.restartsICE(from: previous) {
+            transport.restartICE(local: accepted.localICE, remote: accepted.remoteICE, now: loop.clock.now())
+            port.changeUfrag(of: peer, to: accepted.localICE.ufrag)
+        }
+        return true
     }
 
     /// `PATCH {"hear": …, "muted": …}` (`Room.patch`).

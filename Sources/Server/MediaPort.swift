@@ -198,6 +198,14 @@ public final class MediaPort {
         return id
     }
 
+    /// After an ICE restart, checks name the peer by `ufrag`; the old one names nothing.
+    public func changeUfrag(of id: PeerID, to ufrag: String) {
+        guard let peer = peers[id] else { return }
+        if byUfrag[peer.ufrag] == id { byUfrag[peer.ufrag] = nil }
+        peers[id] = Peer(transport: peer.transport, ufrag: ufrag, sink: peer.sink, addresses: peer.addresses, timer: peer.timer)
+        byUfrag[ufrag] = id
+    }
+
     /// Forgets a peer: its addresses, its ufrag and its timer.
     public func remove(_ id: PeerID) {
         guard let peer = peers.removeValue(forKey: id) else { return }

@@ -7,8 +7,10 @@ import Wire
 public struct OfferRejection: Error, Sendable, CustomStringConvertible {
     public let error: String
     public let detail: String
+    /// 400 for an offer that cannot be used; 409 for one that conflicts with the session.
+    public var status = 400
     public var description: String { "\(error): \(detail)" }
-    public var response: HTTPResponse { .error(400, error, detail: detail) }
+    public var response: HTTPResponse { .error(status, error, detail: detail) }
 }
 
 /// An offer turned into the host's answer, with what the transport needs to start.
@@ -80,6 +82,55 @@ struct AcceptedOffer: Sendable {
         RTCPFeedback(payloadType: nil, type: "goog-remb"),
         RTCPFeedback(payloadType: nil, type: "transport-cc"),
     ]
+
+    /// A renegotiation (`PATCH …/participants/{pid}` with an SDP offer) of a session answered
+    /// before: the same m-lines (by mid, in order) and the same DTLS certificate, answered with
+    /// the host's same SSRCs and session id (its version one up). New ICE credentials in the
+    /// offer are an ICE restart (RFC 8445 §9): the host answers with new ones too.
+    init(reoffer body: [UInt8], previous: AcceptedOffer, host: MediaHost, feedback: [RTCPFeedback]) throws(OfferRejection) {
+        let offer: SessionDescription
+        do { offer = try SessionDescription(parsing: body) } catch {
+            throw OfferRejection(error: "unreadable SDP", detail: error.description)
+        }
+        let previousMids = previous.negotiated.answer.media.compactMap(\.mid)
+        guard offer.media.compactMap(\.mid) == previousMids,
+              zip(offer.media, previous.negotiated.answer.media).allSatisfy({ $0.kind == $1.kind }) else {
+            throw OfferRejection(error: "m-lines changed", detail: "the offer's m-lines must be the session's (\(previousMids.joined(separator: ", ")), in order); adding or removing them is not supported yet: leave and join again", status: 409)
+        }
+        let senders = Dictionary(uniqueKeysWithValues: previous.negotiated.media.compactMap { media in media.hostSender.map { (media.mid, $0) } })
+        let sessionID = UInt64(previous.negotiated.answer.origin.sessionID) ?? 1
+        let version = (UInt64(previous.negotiated.answer.origin.sessionVersion) ?? 1) &+ 1
+        func answer(localICE: ICECredentials) throws(OfferRejection) -> NegotiatedSession {
+            let parameters = HostParameters(
+                iceUsernameFragment: localICE.ufrag, icePassword: localICE.password,
+                fingerprintSHA256: host.certificate.fingerprint.sdpValue, candidateAddresses: host.candidateAddresses,
+                feedback: feedback, headerExtensionURIs: Self.headerExtensions, senders: senders,
+                sessionID: sessionID, sessionVersion: version)
+            do { return try negotiate(offer: offer, host: parameters) } catch {
+                throw OfferRejection(error: "unusable offer", detail: error.description)
+            }
+        }
+        var negotiated = try answer(localICE: previous.localICE)
+        var localICE = previous.localICE
+        if negotiated.peerTransport.iceUsernameFragment != previous.remoteICE.ufrag
+            || negotiated.peerTransport.icePassword != previous.remoteICE.password {
+            localICE = ICECredentials.random()
+            negotiated = try answer(localICE: localICE)
+        }
+        let fingerprints = negotiated.peerTransport.fingerprints.compactMap {
+            CertificateFingerprint(algorithm: $0.hashFunction, digest: $0.bytes) as CertificateFingerprint?
+        }
+        guard Set(fingerprints.map(\.sdpValue)) == Set(previous.remoteFingerprints.map(\.sdpValue)) else {
+            throw OfferRejection(error: "certificate changed", detail: "a new DTLS certificate needs a new session: leave and join again", status: 409)
+        }
+        self.negotiated = negotiated
+        self.localICE = localICE
+        self.remoteICE = ICECredentials(ufrag: negotiated.peerTransport.iceUsernameFragment, password: negotiated.peerTransport.icePassword)
+        self.remoteFingerprints = fingerprints
+    }
+
+    /// Whether this answer restarted ICE against `previous`.
+    func restartsICE(from previous: AcceptedOffer) -> Bool { localICE != previous.localICE }
 
     /// What the echo answers: repair only. It sends a peer its own packets back and estimates
     /// nothing, so it offers no transport-cc or REMB that the peer would wait on in vain.

@@ -92,6 +92,17 @@ public struct ICELiteAgent: Sendable {
         return response.finish(integrityKey: key, fingerprint: true)
     }
 
+    /// The agent after an ICE restart (RFC 8445 §9): checks must carry the new credentials from
+    /// now on, while media goes on to the selected address until a new check selects another.
+    public func restarted(local: ICECredentials, remote: ICECredentials) -> ICELiteAgent {
+        var agent = ICELiteAgent(local: local, remote: remote)
+        agent.selectedAddress = selectedAddress
+        agent.nominated = nominated
+        agent.lastConsent = lastConsent
+        agent.consentTimeout = consentTimeout
+        return agent
+    }
+
     /// Sends to `address` from now on: a validated address the peer moved to (NAT rebinding).
     public mutating func select(_ address: TransportAddress) { selectedAddress = address }
 

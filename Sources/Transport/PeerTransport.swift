@@ -202,6 +202,21 @@ public final class PeerTransport {
         }
     }
 
+    /// An ICE restart (RFC 8445 §9, after a renegotiation with new credentials): checks must
+    /// carry the new ones; DTLS and SRTP go on. A lite host keeps sending to the selected address
+    /// until a check with the new credentials selects one; a controlling client checks afresh.
+    public func restartICE(local: ICECredentials, remote: ICECredentials, now: Instant) {
+        switch ice {
+        case .lite(let agent):
+            ice = .lite(agent.restarted(local: local, remote: remote))
+        case .controlling(let agent):
+            var restarted = ICEControllingAgent(local: local, remote: remote, remoteAddress: agent.remoteAddress,
+                                                tieBreaker: agent.tieBreaker, now: now)
+            restarted.nominatesOnConsent = agent.nominatesOnConsent
+            ice = .controlling(restarted)
+        }
+    }
+
     /// A validated address was heard (a valid check, or a packet that authenticated): when the
     /// selected one has gone silent, the lite host sends there instead. Only the peer can make
     /// both (the check needs its ICE password, the packet its SRTP key), so no one else can

@@ -54,8 +54,7 @@ extension HostAPI {
                 return .failure(HTTPResponseError(500, "transport", "\(error)"))
             }
             let participant = rooms.value.open(room, port: port)
-                .join(identity: identity, name: name, negotiated: accepted.negotiated, transport: transport,
-                      localUfrag: accepted.localICE.ufrag, isViewer: viewer)
+                .join(identity: identity, name: name, accepted: accepted, transport: transport, isViewer: viewer)
             return .success(participant.id)
         }
         .response { id in
@@ -66,7 +65,7 @@ extension HostAPI {
     }
 
     /// Trickled candidates are accepted and need nothing: the host is ICE-lite and learns the
-    /// peer's address from its checks (RFC 8838 §4, RFC 8445 §2.5).
+    /// peer's address from its checks (RFC 8838 §4, RFC 8445 §2.5). An SDP offer renegotiates.
     func patchParticipant(room: String, id: String, _ request: HTTPRequest) -> HTTPResponse {
         guard participantExists(room: room, id: id) else {
             return .error(404, "not found", detail: "no participant \(id) in room \(room)")
@@ -76,9 +75,29 @@ extension HostAPI {
             return HTTPResponse(status: 204)
         case "application/json":
             return applyHearAndMuted(room: room, id: id, request.body)
+        case "application/sdp":
+            return renegotiate(room: room, id: id, request.body)
         default:
-            return .error(415, "wrong content type", detail: "send application/trickle-ice-sdpfrag or application/json")
+            return .error(415, "wrong content type", detail: "send application/sdp, application/trickle-ice-sdpfrag or application/json")
         }
+    }
+
+    /// A new offer for the session (the same m-lines): answered `200` with the host's answer;
+    /// new ICE credentials in it restart ICE, and media goes on meanwhile.
+    func renegotiate(room: String, id: String, _ body: [UInt8]) -> HTTPResponse {
+        let rooms = self.rooms
+        guard let previous = (try? media.runOnLoop({ rooms.value.hosting(room: room, id: id)?.session(id) })) ?? nil else {
+            return .error(404, "not found", detail: "no participant \(id) in room \(room)")
+        }
+        let accepted: AcceptedOffer
+        do { accepted = try AcceptedOffer(reoffer: body, previous: previous, host: media, feedback: AcceptedOffer.feedback) } catch {
+            return error.response
+        }
+        let applied = try? media.runOnLoop { rooms.value.hosting(room: room, id: id)?.renegotiated(id, from: previous, to: accepted) ?? false }
+        guard applied == true else {
+            return .error(409, "renegotiated meanwhile", detail: "another renegotiation of \(id) came first, or it left: offer again")
+        }
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/sdp")], body: accepted.negotiated.answer.serializedBytes())
     }
 
     /// The contract's JSON PATCH: `{"hear": {"bob": false}, "muted": {"audio": true}}`. `hear`

@@ -85,17 +85,11 @@ async function join(event) {
     };
     pc.onconnectionstatechange = () => {
       status(`Connection: ${pc.connectionState}`);
-      if (pc.connectionState === "failed") leave();
+      if (pc.connectionState === "failed") recover(pc);
     };
 
     await pc.setLocalDescription(await pc.createOffer());
-    // The host is ICE-lite and announces its own candidate: the offer needs only what is gathered.
-    await new Promise((resolve) => {
-      if (pc.iceGatheringState === "complete") return resolve();
-      const done = () => pc.iceGatheringState === "complete" && resolve();
-      pc.addEventListener("icegatheringstatechange", done);
-      setTimeout(resolve, 2000);
-    });
+    await gathered(pc);
     status("Joining…");
     const query = new URLSearchParams({ identity, ...(name ? { name } : {}) });
     const response = await api("POST", `/v1/rooms/${room}/participants?${query}`, pc.localDescription.sdp, "application/sdp");
@@ -110,6 +104,47 @@ async function join(event) {
   } catch (error) {
     status(`Could not join: ${error.message}`);
     leave();
+  }
+}
+
+// The host is ICE-lite and announces its own candidate: an offer needs only what is gathered.
+function gathered(pc) {
+  return new Promise((resolve) => {
+    if (pc.iceGatheringState === "complete") return resolve();
+    pc.addEventListener("icegatheringstatechange", () => pc.iceGatheringState === "complete" && resolve());
+    setTimeout(resolve, 2000);
+  });
+}
+
+// A failed connection (the network changed, or dropped for a while) restarts ICE by
+// renegotiation: an offer with new credentials PATCHed to the session. When that does not bring
+// it back within 10 s, the page leaves and joins again.
+async function recover(pc) {
+  if (state.recovering || state.pc !== pc) return;
+  state.recovering = true;
+  try {
+    status("Connection lost: restarting ICE…");
+    await pc.setLocalDescription(await pc.createOffer({ iceRestart: true }));
+    await gathered(pc);
+    const response = await api("PATCH", state.location, pc.localDescription.sdp, "application/sdp");
+    await pc.setRemoteDescription({ type: "answer", sdp: await response.text() });
+    const back = await new Promise((resolve) => {
+      const started = Date.now();
+      const poll = () => {
+        if (pc.connectionState === "connected") return resolve(true);
+        if (Date.now() - started >= 10000) return resolve(false);
+        setTimeout(poll, 250);
+      };
+      poll();
+    });
+    if (!back) throw new Error("the ICE restart did not reconnect");
+    status("Connection: connected (restored)");
+  } catch (error) {
+    status(`Connection lost (${error.message}): joining again…`);
+    await leave();
+    $("join").requestSubmit();
+  } finally {
+    state.recovering = false;
   }
 }
 
@@ -261,7 +296,26 @@ async function selfCheck({ tones = [], points = [] } = {}) {
   return result;
 }
 
-window.tessera = { selfCheck, toneLevels, colourAt };
+// For tests: an ICE restart as after a failure, then what the transport and the composite did:
+// the selected pair's answered checks and the frames decoded, before and 4 s after.
+async function restartIce() {
+  const counts = async () => {
+    let responses = 0, frames = 0;
+    for (const report of (await state.pc?.getStats())?.values() ?? []) {
+      if (report.type === "candidate-pair" && report.nominated) responses = Math.max(responses, report.responsesReceived ?? 0);
+      if (report.type === "inbound-rtp" && report.kind === "video") frames = report.framesDecoded ?? 0;
+    }
+    return { responses, frames };
+  };
+  const pc = state.pc, before = await counts(), ufrag = pc?.remoteDescription?.sdp.match(/a=ice-ufrag:(\S+)/)?.[1];
+  await recover(pc);
+  await new Promise((resolve) => setTimeout(resolve, 4000));
+  const after = await counts();
+  return { connection: state.pc?.connectionState, samePeerConnection: state.pc === pc, before, after,
+           hostUfragChanged: state.pc?.remoteDescription?.sdp.match(/a=ice-ufrag:(\S+)/)?.[1] !== ufrag };
+}
+
+window.tessera = { selfCheck, toneLevels, colourAt, restartIce };
 
 $("join").addEventListener("submit", join);
 $("leaveButton").addEventListener("click", leave);

@@ -1,0 +1,93 @@
+import Foundation
+import Load
+import SDP
+import Sockets
+import Testing
+import Transport
+import Wire
+@testable import Server
+
+/// `PATCH …/participants/{pid}` with an SDP offer, over loopback against a real host.
+@Suite struct RenegotiationTests {
+    private func host() throws -> ConferenceHost {
+        var config = HostConfig()
+        config.http.listen = "127.0.0.1:0"
+        config.media.listen = "127.0.0.1:0"
+        return try ConferenceHost(config: config)
+    }
+
+    private func patch(_ client: EchoLoopbackClient, _ location: String, _ offer: SessionDescription) throws -> HTTPTestClient.Response {
+        try client.http.send("PATCH", location, headers: ["Content-Type": "application/sdp"], body: offer.serializedBytes())
+    }
+
+    /// An offer with new ICE credentials restarts ICE: the answer has new ones, the client's
+    /// checks with them succeed, its mix goes on, and the old ufrag names nobody any more.
+    @Test func newICECredentialsRestartICEAndTheMixGoesOn() throws {
+        let host = try host()
+        defer { host.stop() }
+        let client = try EchoLoopbackClient(httpPort: host.http.address.port, name: "a")
+        try client.connect(timeout: .seconds(3), path: "/v1/rooms/renegotiate/participants?identity=a")
+        let first = try #require(client.answer)
+        let restartedICE = ICECredentials.random()
+        let reoffer = ClientOffer(ice: restartedICE, fingerprint: client.certificate.fingerprint, setup: .actpass, cname: client.cname,
+                                  sections: client.sections).description
+        let response = try patch(client, first.location, reoffer)
+        #expect(response.status == 200, "\(response.text)")
+        #expect(response.headers["content-type"] == "application/sdp")
+        let answer = try ClientAnswer(contentType: "application/sdp", location: first.location, body: response.body)
+        #expect(answer.hostICE != first.hostICE, "an ICE restart answers with new credentials")
+        #expect(answer.hostSSRCs == first.hostSSRCs, "the host's streams stay the same")
+        #expect(answer.description.origin.sessionID == first.description.origin.sessionID)
+
+        let transport = try #require(client.transport)
+        transport.restartICE(local: restartedICE, remote: answer.hostICE, now: client.clock.now())
+        let before = client.echoes.count
+        let checked = client.pump(until: client.clock.now() + .seconds(3)) { transport.remoteAddress != nil && client.echoes.count > before + 25 }
+        #expect(checked, "the restarted checks succeeded (\(transport.remoteAddress.map { "\($0)" } ?? "no answer")) and the mix went on (\(client.echoes.count - before) packets)")
+        #expect(transport.failure == nil)
+
+        // A check with the old credentials, from elsewhere, names nobody now.
+        let stranger = try UDPSocket(bind: TransportAddress(ipv4: 127, 0, 0, 1, port: 0))
+        var old = ICEControllingAgent(local: client.ice, remote: first.hostICE, remoteAddress: first.candidate, tieBreaker: 3, now: client.clock.now())
+        let polled = old.pollCheck(now: client.clock.now())
+        let check = try #require(polled)
+        stranger.send([(check, first.candidate)])
+        var unroutable = 0
+        for _ in 0..<200 where unroutable < 1 {
+            let metrics = try client.http.send("GET", "/metrics").text
+            unroutable = metrics.split(separator: "\n").first { $0.hasPrefix("tessera_datagrams_unroutable_total ") }
+                .flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+            if unroutable < 1 { usleep(5_000) }  // bounded: at most 200 short waits
+        }
+        #expect(unroutable == 1)
+        #expect(try client.delete() == 204)
+    }
+
+    /// What a renegotiation cannot do yet is refused with 409 and a reason, and the session goes
+    /// on: an m-line added, another certificate; unreadable SDP is 400.
+    @Test func changedMLinesOrCertificateAreRefusedAndTheSessionGoesOn() throws {
+        let host = try host()
+        defer { host.stop() }
+        let client = try EchoLoopbackClient(httpPort: host.http.address.port, name: "b")
+        try client.connect(timeout: .seconds(3), path: "/v1/rooms/renegotiate/participants?identity=b")
+        let location = try #require(client.answer?.location)
+        let more = client.sections + [.vp8(mid: "2", ssrc: 77, direction: .recvonly)]
+        let added = try patch(client, location, ClientOffer(ice: client.ice, fingerprint: client.certificate.fingerprint, setup: .actpass,
+                                                            cname: client.cname, sections: more).description)
+        #expect(added.status == 409 && added.text.contains("m-lines"), "\(added.text)")
+        let other = try DTLSCertificate()
+        let recertified = try patch(client, location, ClientOffer(ice: client.ice, fingerprint: other.fingerprint, setup: .actpass,
+                                                                  cname: client.cname, sections: client.sections).description)
+        #expect(recertified.status == 409 && recertified.text.contains("certificate"), "\(recertified.text)")
+        let garbage = try client.http.send("PATCH", location, headers: ["Content-Type": "application/sdp"], body: Array("v=0\r\nnonsense".utf8))
+        #expect(garbage.status == 400)
+        // The same offer again: no ICE restart, the same credentials answered.
+        let same = try patch(client, location, client.offer())
+        #expect(same.status == 200)
+        let answer = try ClientAnswer(contentType: "application/sdp", location: location, body: same.body)
+        #expect(answer.hostICE == client.answer?.hostICE)
+        let before = client.echoes.count
+        #expect(client.pump(until: client.clock.now() + .seconds(2)) { client.echoes.count > before + 25 }, "the session goes on")
+        #expect(try client.delete() == 204)
+    }
+}
