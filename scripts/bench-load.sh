@@ -16,46 +16,22 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 setup_test
 
-if [ -z "${TESSERA_BENCH_NETNS:-}" ]; then
-    cd "$TESSERA_ROOT"
-    swift build -c release --product tessera >/dev/null
-    flags=-n; [ "$(id -u)" -eq 0 ] || flags=-rn
-    TESSERA_BENCH_NETNS=1 exec unshare $flags sh -c 'ip link set lo up && exec "$@"' sh "$0" "$@"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/bench-host.sh"
+in_loopback_namespace "$0" "$@"
 
 cd "$TESSERA_ROOT"
 TESSERA=$TESSERA_ROOT/.build/release/tessera
 WORK=${BENCH_DIR:-/tmp/tessera-bench-load}
 RUNS=${RUNS:-3}
 mkdir -p "$WORK"
-HOST_PID=
-stop_host() {
-    [ -n "$HOST_PID" ] || return 0
-    kill -TERM "$HOST_PID" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$HOST_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$HOST_PID" 2>/dev/null || true
-    wait "$HOST_PID" 2>/dev/null || true
-    HOST_PID=
-}
 trap stop_host EXIT
 
 # one_run NAME LOAD_ARGS...: a fresh host, one load run; the report at $WORK/NAME.json; status in RC.
 one_run() {
     local name=$1; shift
-    cat >"$WORK/host.json" <<EOF
-{"http": {"listen": "127.0.0.1:0"}, "media": {"listen": "127.0.0.1:50000"},
- "limits": {"maxParticipantsPerRoom": 2000}, "recordings": {"folder": "$WORK/recordings"}}
-EOF
-    "$TESSERA" serve --config "$WORK/host.json" >"$WORK/host.log" 2>&1 </dev/null &
-    HOST_PID=$!
-    local base=
-    for _ in $(seq 100); do
-        base=$(sed -n 's#^.*tessera: listening on \(http://[^[:space:]]*\).*$#\1#p' "$WORK/host.log" | head -n 1)
-        [ -n "$base" ] && break
-        sleep 0.1
-    done
+    start_host "$WORK" ', "limits": {"maxParticipantsPerRoom": 2000}'
     set +e
-    timeout -k 5 300 "$TESSERA" load --url "$base" --quiet --report "$WORK/$name" "$@" >"$WORK/$name.out" 2>&1
+    timeout -k 5 300 "$TESSERA" load --url "$BASE" --quiet --report "$WORK/$name" "$@" >"$WORK/$name.out" 2>&1
     RC=$?
     set -e
     stop_host

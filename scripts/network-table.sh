@@ -10,12 +10,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 setup_test
 
-if [ -z "${TESSERA_BENCH_NETNS:-}" ]; then
-    cd "$TESSERA_ROOT"
-    swift build -c release --product tessera >/dev/null
-    flags=-n; [ "$(id -u)" -eq 0 ] || flags=-rn
-    TESSERA_BENCH_NETNS=1 exec unshare $flags sh -c 'ip link set lo up && exec "$@"' sh "$0" "$@"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/bench-host.sh"
+in_loopback_namespace "$0" "$@"
 
 cd "$TESSERA_ROOT"
 TESSERA=$TESSERA_ROOT/.build/release/tessera
@@ -25,15 +21,6 @@ SECONDS_PER_RUN=${SECONDS_PER_RUN:-20}
 LOSSES=${1:-"0 2 5 10 20"}
 JITTERS=${2:-"0 50 100"}
 mkdir -p "$WORK"
-HOST_PID=
-stop_host() {
-    [ -n "$HOST_PID" ] || return 0
-    kill -TERM "$HOST_PID" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$HOST_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$HOST_PID" 2>/dev/null || true
-    wait "$HOST_PID" 2>/dev/null || true
-    HOST_PID=
-}
 trap stop_host EXIT
 
 echo "| loss | jitter | checks | freezes (longest) | mix concealed | audio latency p50 / p95 | video latency p50 / p95 | A/V offset p50 / p95 | NACKs / resent | key frames per receiver | back after a 2 s blackout: mix / composite |"
@@ -41,19 +28,9 @@ echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for loss in $LOSSES; do
     for jitter in $JITTERS; do
         name="loss${loss}-jitter${jitter}"
-        cat >"$WORK/host.json" <<EOF
-{"http": {"listen": "127.0.0.1:0"}, "media": {"listen": "127.0.0.1:50000"}, "recordings": {"folder": "$WORK/recordings"}}
-EOF
-        "$TESSERA" serve --config "$WORK/host.json" >"$WORK/host.log" 2>&1 </dev/null &
-        HOST_PID=$!
-        base=
-        for _ in $(seq 100); do
-            base=$(sed -n 's#^.*tessera: listening on \(http://[^[:space:]]*\).*$#\1#p' "$WORK/host.log" | head -n 1)
-            [ -n "$base" ] && break
-            sleep 0.1
-        done
+        start_host "$WORK"
         set +e
-        timeout -k 5 120 "$TESSERA" load --url "$base" --quiet --participants "$PARTICIPANTS" --duration "${SECONDS_PER_RUN}s" \
+        timeout -k 5 120 "$TESSERA" load --url "$BASE" --quiet --participants "$PARTICIPANTS" --duration "${SECONDS_PER_RUN}s" \
             --loss "${loss}%" --jitter "${jitter}ms" --seed 1 --blackout 12s --report "$WORK/$name" >"$WORK/$name.out" 2>&1
         set -e
         stop_host

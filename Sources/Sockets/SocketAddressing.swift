@@ -16,6 +16,16 @@ public enum AddressParseError: Error, Equatable, CustomStringConvertible {
 
 /// The socket boundary: config text and `sockaddr` structures to and from `TransportAddress`.
 extension TransportAddress {
+    /// The address socket `fd` is bound to (the port the kernel chose after binding port 0).
+    static func bound(to fd: Int32) -> TransportAddress? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let status = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return status == 0 ? TransportAddress(storage) : nil
+    }
+
     /// Reads `127.0.0.1:8080` or `[::1]:8080`.
     public init(parsing text: String) throws(AddressParseError) {
         let host: Substring, portText: Substring

@@ -18,13 +18,8 @@ public final class TCPListener {
             close(fd)
             throw .system(call: "bind/listen (TCP)", address: address, errno: code)
         }
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
         self.fd = fd
-        localAddress = TransportAddress(storage) ?? address
+        localAddress = TransportAddress.bound(to: fd) ?? address
     }
 
     /// The next waiting connection, non-blocking; nil when none waits.

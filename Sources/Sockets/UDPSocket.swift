@@ -50,13 +50,8 @@ public final class UDPSocket {
             close(fd)
             throw .system(call: "bind", address: address, errno: code)
         }
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
         self.fd = fd
-        localAddress = TransportAddress(storage) ?? address
+        localAddress = TransportAddress.bound(to: fd) ?? address
         receiveArena = .allocate(byteCount: batchSize * Self.maxDatagramSize, alignment: 16)
         slots = Array(repeating: tessera_datagram(), count: batchSize)
         for index in 0..<batchSize {
