@@ -2,20 +2,6 @@ import Media
 import Streams
 import Wire
 
-/// Where a participant's microphone is in its playout: the RTP timestamp of the frame the room's
-/// mix tick at `at` played, and how much audio its jitter buffer holds.
-public struct AudioPlayout: Sendable, Equatable {
-    public var timestamp: UInt32
-    public var at: Instant
-    public var depth: Duration
-
-    public init(timestamp: UInt32, at: Instant, depth: Duration) {
-        self.timestamp = timestamp
-        self.at = at
-        self.depth = depth
-    }
-}
-
 /// Lip sync for one participant, sans-IO: its decoded camera pictures wait here until the audio
 /// captured with them is what the mix plays, so that the composite shows its lips with its voice
 /// (and so do recordings, which take both).

@@ -44,7 +44,6 @@ public final class ParticipantInbound {
     private var published: Set<Int> = []
     /// Decoded camera pictures waiting for the audio captured with them (lip sync).
     private var cameraSync = CameraSync()
-    private var microphoneSSRC: SSRC?
 
     public init(negotiated: NegotiatedSession, identity: String, seed: UInt64, now: Instant) {
         let inbound = InboundSections(negotiated)
@@ -101,7 +100,6 @@ public final class ParticipantInbound {
         if index == audioSection, let audioReceiver {
             // A malformed level is no level: the packet is decoded as any other.
             let level = (try? media.headerExtension(AudioLevel.self, in: inbound.extensions)) ?? nil
-            microphoneSSRC = media.ssrc
             audioReceiver.receive(payload: Array(media.payload), sequenceNumber: media.sequenceNumber,
                                   timestamp: media.timestamp, arrival: now, level: level)
         }
@@ -161,12 +159,12 @@ public final class ParticipantInbound {
     /// each composite is drawn.
     public func releaseCamera(now: Instant) {
         var clocks: (audio: SenderClock, video: SenderClock)?
-        if let microphoneSSRC, let cameraSSRC, let audio = receiver.senderClock(of: microphoneSSRC),
+        if let audioSection, let microphoneSSRC = inbound[audioSection].mediaSSRC, let cameraSSRC,
+           let audio = receiver.senderClock(of: microphoneSSRC),
            let video = receiver.senderClock(of: cameraSSRC) {
             clocks = (audio, video)
         }
-        let audio = audioReceiver?.playout.map { AudioPlayout(timestamp: $0.timestamp, at: $0.at, depth: $0.depth) }
-        for picture in cameraSync.release(now: now, audio: audio, clocks: clocks) { cameraTrack.push(picture, now: now) }
+        for picture in cameraSync.release(now: now, audio: audioReceiver?.playout, clocks: clocks) { cameraTrack.push(picture, now: now) }
     }
 
     /// Holds decoded camera pictures for lip sync and turns the receiver's key frame needs into PLI.

@@ -83,7 +83,7 @@ public struct ParticipantOutbound {
                                                      associatedPayloadType: out.payloadType)
             }
             configuration.retransmission = Self.retransmission
-            configuration.retransmission.maxBytesPerSecond = Int(Double(room.bitrate) * Self.retransmissionShare / 8)
+            configuration.retransmission.maxBytesPerSecond = Self.retransmissionBudget(bitrate: room.bitrate)
             return RTPSendStream(configuration: configuration, clock: wallClock,
                                  firstRTXSequenceNumber: .random(in: 0...UInt16.max, using: &generator))
         }
@@ -91,8 +91,11 @@ public struct ParticipantOutbound {
 
     /// The composite's encoding changed: its resend budget follows the new rate.
     public mutating func videoBitrateChanged(_ bitrate: Int) {
-        videoStream?.setRetransmissionBudget(bytesPerSecond: Int(Double(bitrate) * Self.retransmissionShare / 8))
+        videoStream?.setRetransmissionBudget(bytesPerSecond: Self.retransmissionBudget(bitrate: bitrate))
     }
+
+    /// Resend bytes per second for an encoding of `bitrate` bits per second.
+    static func retransmissionBudget(bitrate: Int) -> Int { Int(Double(bitrate) * retransmissionShare / 8) }
 
     /// The SRs of what it is sent (RFC 3550 §6.4.1), for its next regular report.
     public func senderReports(now: Instant) -> [SenderReport] {

@@ -46,11 +46,10 @@ public final class AudioReceiver {
                       isSilent: level.map { $0.level >= Self.silentLevel } ?? false)
     }
 
-    /// Where the playout is: the RTP timestamp the last tick played, when it ran, and the audio
-    /// buffered; nil while nothing plays.
-    public var playout: (timestamp: UInt32, at: Instant, depth: Duration)? {
+    /// Where the playout is; nil while nothing plays.
+    public var playout: AudioPlayout? {
         guard let timestamp = buffer.playedTimestamp, let at = lastTick else { return nil }
-        return (timestamp, at, buffer.statistics.currentDepth)
+        return AudioPlayout(timestamp: timestamp, at: at, depth: buffer.statistics.currentDepth)
     }
     private var lastTick: Instant?
 
@@ -97,5 +96,19 @@ public final class AudioReceiver {
         guard lastWasSkipped else { return }
         decoder.reset()
         lastWasSkipped = false
+    }
+}
+
+/// Where a microphone is in its playout: the RTP timestamp of the frame the tick at `at` played,
+/// and how much audio its jitter buffer holds (lip sync lines the camera up with it).
+public struct AudioPlayout: Sendable, Equatable {
+    public var timestamp: UInt32
+    public var at: Instant
+    public var depth: Duration
+
+    public init(timestamp: UInt32, at: Instant, depth: Duration) {
+        self.timestamp = timestamp
+        self.at = at
+        self.depth = depth
     }
 }

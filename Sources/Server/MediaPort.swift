@@ -252,15 +252,15 @@ public final class MediaPort {
         guard !pendingSends.isEmpty else { return }
         if !tcpPaths.isEmpty {
             var pendingWrites = false
-            for datagram in pendingSends {
-                guard let path = tcpPaths[datagram.destination] else { continue }
+            pendingSends.removeAll { datagram in
+                guard let path = tcpPaths[datagram.destination] else { return false }
                 if let framed = StreamFraming.frame(datagram.bytes), path.connection.send(framed) {
                     counters.datagramsOut += 1
                     counters.bytesOut += datagram.bytes.count
                 }
                 pendingWrites = pendingWrites || path.connection.hasPending
+                return true
             }
-            pendingSends.removeAll { tcpPaths[$0.destination] != nil }
             if pendingWrites { tcpTimer?.arm(at: loop.clock.now() + .milliseconds(5)) }
             guard !pendingSends.isEmpty else { return }
         }

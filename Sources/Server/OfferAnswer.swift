@@ -49,9 +49,7 @@ struct AcceptedOffer: Sendable {
             let unusable: Set<SDPError.Kind> = [.noUsableCodec, .noUsableMedia]
             throw OfferRejection(error: unusable.contains(error.kind) ? "no usable codec" : "unusable offer", detail: error.description)
         }
-        let fingerprints = negotiated.peerTransport.fingerprints.compactMap {
-            CertificateFingerprint(algorithm: $0.hashFunction, digest: $0.bytes) as CertificateFingerprint?
-        }
+        let fingerprints = Self.fingerprints(of: negotiated)
         guard !fingerprints.isEmpty else {
             throw OfferRejection(error: "unusable offer", detail: "the offer has no a=fingerprint (RFC 8122)")
         }
@@ -117,9 +115,7 @@ struct AcceptedOffer: Sendable {
             localICE = ICECredentials.random()
             negotiated = try answer(localICE: localICE)
         }
-        let fingerprints = negotiated.peerTransport.fingerprints.compactMap {
-            CertificateFingerprint(algorithm: $0.hashFunction, digest: $0.bytes) as CertificateFingerprint?
-        }
+        let fingerprints = Self.fingerprints(of: negotiated)
         guard Set(fingerprints.map(\.sdpValue)) == Set(previous.remoteFingerprints.map(\.sdpValue)) else {
             throw OfferRejection(error: "certificate changed", detail: "a new DTLS certificate needs a new session: leave and join again", status: 409)
         }
@@ -127,6 +123,11 @@ struct AcceptedOffer: Sendable {
         self.localICE = localICE
         self.remoteICE = ICECredentials(ufrag: negotiated.peerTransport.iceUsernameFragment, password: negotiated.peerTransport.icePassword)
         self.remoteFingerprints = fingerprints
+    }
+
+    /// The peer's certificate fingerprints (RFC 8122) from its offer.
+    private static func fingerprints(of negotiated: NegotiatedSession) -> [CertificateFingerprint] {
+        negotiated.peerTransport.fingerprints.map { CertificateFingerprint(algorithm: $0.hashFunction, digest: $0.bytes) }
     }
 
     /// Whether this answer restarted ICE against `previous`.

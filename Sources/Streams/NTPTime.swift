@@ -19,6 +19,9 @@ public struct NTPTimestamp: RawRepresentable, Hashable, Comparable, Sendable {
         rawValue = seconds << 32 | (nanos << 32) / 1_000_000_000
     }
 
+    /// Seconds since the NTP era, as a Double (sub-microsecond resolution in this era).
+    public var seconds: Double { Double(rawValue >> 32) + Double(rawValue & 0xFFFF_FFFF) / 4_294_967_296 }
+
     /// The middle 32 bits (16.16 fixed point seconds), the "compact" form of LSR and DLSR
     /// (RFC 3550 §6.4.1).
     public var compact: UInt32 { UInt32(truncatingIfNeeded: rawValue >> 16) }

@@ -14,8 +14,3 @@ extension NTPClockMapping {
         return NTPClockMapping(instant: clock.now(), ntp: NTPTimestamp(unixNanoseconds: unixNanoseconds))
     }
 }
-
-extension NTPTimestamp {
-    /// Seconds since the NTP era, as a Double (sub-microsecond resolution in this era).
-    public var seconds: Double { Double(rawValue >> 32) + Double(rawValue & 0xFFFF_FFFF) / 4_294_967_296 }
-}
