@@ -15,6 +15,7 @@ public final class ConferenceHost: Sendable {
 
     public init(config: HostConfig) throws {
         self.config = config
+        let listen = try TransportAddress(parsing: config.http.listen)  // before the media loop starts
         media = try MediaHost(listen: TransportAddress(parsing: config.media.listen),
                               tcpListen: config.media.tcpAddress.map { text in try TransportAddress(parsing: text) },
                               announce: config.media.announce,
@@ -28,7 +29,6 @@ public final class ConferenceHost: Sendable {
         let api = HostAPI(media: media, limits: config.limits, secret: config.auth.secret, video: config.video,
                           recordingsFolder: config.recordings.folder, faults: config.testing.faults)
         self.api = api
-        let listen = try TransportAddress(parsing: config.http.listen)
         do {
             http = try HTTPServer(listen: listen, maxBodyBytes: config.http.maxBodyBytes,
                                   connectionLimit: config.http.connectionLimit, tls: try config.tlsIdentity()) { api.handle($0) }

@@ -14,8 +14,7 @@ public final class MediaHost: @unchecked Sendable {
     /// Host candidates announced in answers (docs/api.md: one per announced address, the media port).
     let candidateAddresses: [HostCandidateAddress]
     private(set) var port: MediaPort?
-    private var thread: Thread?
-    private let finished = DispatchSemaphore(value: 0)
+    private let thread: EventLoopThread
 
     /// Media on `listen` (UDP) and, with `tcpListen`, ICE-TCP there; each announced address
     /// is a UDP candidate and, with TCP on, a passive TCP candidate after it.
@@ -29,13 +28,7 @@ public final class MediaHost: @unchecked Sendable {
         let announced = announce.isEmpty ? [Self.hostText(listen)] : announce
         candidateAddresses = announced.map { HostCandidateAddress(address: $0, port: port.socket.localAddress.port) }
             + announced.compactMap { address in port.tcpListener.map { HostCandidateAddress(address: address, port: $0.localAddress.port, isTCP: true) } }
-        let thread = Thread { [loop, finished] in
-            loop.run()
-            finished.signal()
-        }
-        thread.name = "tessera-media"
-        thread.start()
-        self.thread = thread
+        thread = EventLoopThread(loop, name: "tessera-media")
     }
 
     /// The bound media address (its port is the real one after asking for 0).
@@ -47,12 +40,9 @@ public final class MediaHost: @unchecked Sendable {
         try loop.call(body)
     }
 
-    /// Stops the loop and waits for its thread to end. Call once.
+    /// Stops the loop and waits for its thread to end.
     public func stop() {
-        guard thread != nil else { return }
-        loop.stop()
-        finished.wait()
-        thread = nil
+        thread.stop()
     }
 
     private static func hostText(_ address: TransportAddress) -> String {

@@ -37,9 +37,8 @@ private final class RemovingSink: PeerEventSink {
         }
         #expect(port.peerCount == 1)
         let confined = LoopConfined(port, on: loop)
-        let thread = Thread { loop.run() }
-        thread.start()
-        defer { loop.stop() }
+        let thread = EventLoopThread(loop)
+        defer { withExtendedLifetime(port) { thread.stop() } }  // the loop ends before the port goes: its handlers run there
 
         // 29 s: still there. 31 s: consent has lapsed (RFC 7675 §5.1), the peer is gone.
         clock.advance(by: .seconds(29))
@@ -58,9 +57,8 @@ private final class RemovingSink: PeerEventSink {
         let stranger = try UDPSocket(bind: TransportAddress(ipv4: 127, 0, 0, 1, port: 0))
         stranger.send([([0x80, 0x60, 0, 1], port.socket.localAddress), ([0x00, 0x01, 0, 0], port.socket.localAddress), ([], port.socket.localAddress)])
         let confined = LoopConfined(port, on: loop)
-        let thread = Thread { loop.run() }
-        thread.start()
-        defer { loop.stop() }
+        let thread = EventLoopThread(loop)
+        defer { withExtendedLifetime(port) { thread.stop() } }  // the loop ends before the port goes: its handlers run there
         var unroutable = 0
         for _ in 0..<200 where unroutable < 3 {
             unroutable = try runOnLoop(loop) { confined.value.counters.unroutable }
@@ -85,9 +83,8 @@ private final class RemovingSink: PeerEventSink {
         let sink = RemovingSink()
         _ = port.add(transport, localUfrag: hostICE.ufrag, sink: sink)
         let confined = LoopConfined(port, on: loop)
-        let thread = Thread { loop.run() }
-        thread.start()
-        defer { loop.stop() }
+        let thread = EventLoopThread(loop)
+        defer { withExtendedLifetime(port) { thread.stop() } }  // the loop ends before the port goes: its handlers run there
 
         var agent = ICEControllingAgent(local: clientICE, remote: hostICE, remoteAddress: tcpAddress, tieBreaker: 7, now: loop.clock.now())
         let polled = agent.pollCheck(now: loop.clock.now())

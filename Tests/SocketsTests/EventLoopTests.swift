@@ -38,13 +38,12 @@ import Wire
 
     @Test func workFromAnotherThreadRunsOnTheLoopThread() async throws {
         let loop = try EventLoop()
-        let thread = Thread { loop.run() }
-        thread.start()
+        let thread = EventLoopThread(loop)
         let ranInLoop = await withCheckedContinuation { continuation in
             loop.execute { continuation.resume(returning: loop.inLoop) }
         }
         #expect(ranInLoop)
-        loop.stop()
+        thread.stop()
     }
 
     /// `call` is how HTTP threads reach loop state: it answers, and it never waits forever.

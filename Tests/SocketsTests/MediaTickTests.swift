@@ -19,8 +19,8 @@ import Wire
         let loop = try EventLoop(clock: clock)
         let fired = LoopConfined<[Instant]>([], on: loop)
         let tick = LoopConfined<MediaTick?>(nil, on: loop)
-        Thread { loop.run() }.start()
-        defer { loop.stop() }
+        let thread = EventLoopThread(loop)
+        defer { thread.stop() }
         onLoop(loop) {
             tick.value = MediaTick(loop: loop, interval: { .milliseconds(20) }, maximumLateness: .milliseconds(100)) { fired.value.append($0) }
             tick.value?.start()
