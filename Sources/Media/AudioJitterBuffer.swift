@@ -2,32 +2,33 @@ import RTP
 import Wire
 
 /// The receive buffer for one Opus stream, sans-IO: RTP payloads go in with their sequence
-/// number, RTP timestamp and arrival time; on every 20 ms audio tick ``pop(now:)`` says what to
-/// play, so that packets that come early, late or out of order still play in order and on time.
+/// number, RTP timestamp and arrival time; ``pop(now:wanting:)`` says what audio comes next, so
+/// that packets that come early, late or out of order still play in order and on time. Packets
+/// may hold any Opus duration (2.5 to 120 ms, RFC 6716 §3.1): the buffer keeps a play cursor in
+/// RTP time, and `AudioReceiver` cuts what it decodes into the host's 20 ms ticks.
 ///
 /// How it plays:
-/// - It waits, silent, until the first packet has been held for the target delay less one frame
-///   (the tick's own phase is the last frame), then plays one packet per tick in sequence order.
-/// - A missing packet whose successors have come is lost: ``Output/recoverWithFEC(nextPacket:)``
-///   when the next packet carries in-band FEC, else ``Output/conceal``; the slot is passed.
+/// - It waits, silent, until the first packet has been held for the target delay less one tick
+///   (the tick's own phase is the last one), then plays packets in sequence order.
+/// - A missing packet whose successors have come is lost: the audio from the cursor to the next
+///   packet present is recovered from that packet's in-band FEC when it carries some
+///   (``Output/recoverWithFEC(nextPacket:samples:)``), else concealed
+///   (``Output/conceal(samples:)``), and the cursor passes it. A gap in RTP time after a packet
+///   present (DTX) plays on at once.
 /// - When nothing at all is buffered (an underrun: the packet is late, or the sender stopped),
-///   the tick is concealed *without* passing the slot, so a late packet still plays and the delay
-///   grows by a frame: that is how the delay rises with jitter. After `stallTimeout` of this it
+///   the audio asked for is concealed *without* moving the cursor, so a late packet still plays
+///   and the delay grows: that is how the delay rises with jitter. After `stallTimeout` of this it
 ///   stops (``Output/silence``) and buffers afresh when packets come again (DTX, a muted guest).
-/// - The target delay follows the RFC 3550 interarrival jitter J: clamp(2 J + one frame,
-///   `minimumDelay`...`maximumDelay`). When more than a frame beyond it is buffered (after a
-///   burst, or underruns that jitter no longer explains), one packet is skipped, at most every
-///   200 ms, to bring the delay back down.
+/// - The target delay follows the RFC 3550 interarrival jitter J: clamp(2 J + the longer of a
+///   tick and a packet, `minimumDelay`...`maximumDelay`). The buffer never drops audio to come
+///   back down to it: `AudioReceiver` shortens the decoded audio by pitch periods
+///   (``excessDelay``) instead, as a speeded-up playout that is not heard.
 /// - At most `maximumDepth` is held; beyond that the oldest packets are dropped. Packets whose
-///   slot has already played are discarded as late; duplicates are ignored.
-///
-/// It assumes one packet per frame duration (20 ms: what WebRTC peers send, `ptime` 20), so that
-/// sequence numbers count frames; DTX gaps keep consecutive sequence numbers and play as
-/// underruns (concealment is then Opus's comfort noise).
+///   audio has already played are discarded as late; duplicates are ignored.
 public struct AudioJitterBuffer: Sendable {
     /// Timing and bounds.
     public struct Configuration: Sendable, Equatable {
-        /// The audio in one packet and the tick interval.
+        /// The audio played per tick, and the tick interval.
         public var frameDuration: Duration
         /// The RTP clock rate (48 000 for Opus, RFC 7587).
         public var clockRate: Int
@@ -53,19 +54,20 @@ public struct AudioJitterBuffer: Sendable {
         }
     }
 
-    /// What to play on one tick.
+    /// What comes next.
     public enum Output: Equatable, Sendable {
         /// Decode and play this packet.
         case packet([UInt8])
-        /// This tick's packet is here and its sender said it is silence (an RFC 6464 level of
-        /// `AudioReceiver.silentLevel` or quieter): `AudioReceiver` decodes the first of a run
-        /// and plays the rest as silence.
-        case silentPacket([UInt8])
-        /// This tick's packet is lost, but the next one is here and carries in-band FEC: decode
-        /// the lost frame from it (`OpusDecoder.decodeFEC`); it plays normally on the next tick.
-        case recoverWithFEC(nextPacket: [UInt8])
-        /// This tick's packet is missing: conceal (`OpusDecoder.concealLoss`).
-        case conceal
+        /// This packet is here and its sender said it is silence (an RFC 6464 level of
+        /// `AudioReceiver.silentLevel` or quieter); it lasts `samples` per channel.
+        /// `AudioReceiver` decodes the first of a run and plays the rest as silence.
+        case silentPacket([UInt8], samples: Int)
+        /// `samples` of audio are lost, but the packet after them is here and carries in-band
+        /// FEC: recover them from it (`OpusDecoder.decodeFEC`); it plays normally next.
+        case recoverWithFEC(nextPacket: [UInt8], samples: Int)
+        /// `samples` of audio are missing (lost, or not come yet): conceal them
+        /// (`OpusDecoder.concealLoss`).
+        case conceal(samples: Int)
         /// No stream is playing (before the first packet, while buffering, or after a stall).
         case silence
     }
@@ -74,23 +76,23 @@ public struct AudioJitterBuffer: Sendable {
     public struct Statistics: Equatable, Sendable {
         /// Packets played.
         public var played = 0
-        /// Lost packets recovered from the next packet's FEC.
+        /// Losses recovered from the next packet's FEC.
         public var recoveredWithFEC = 0
-        /// Ticks concealed (lost packets and underruns).
+        /// Losses and underruns concealed.
         public var concealed = 0
-        /// Ticks of silence (not playing).
+        /// The audio concealed, at the clock rate.
+        public var concealedSamples = 0
+        /// Pops while not playing.
         public var silent = 0
-        /// Packets that came after their slot had played.
+        /// Packets that came after their audio had played.
         public var late = 0
         /// Packets received twice.
         public var duplicates = 0
         /// Packets dropped because more than `maximumDepth` was buffered.
         public var dropped = 0
-        /// Packets skipped to bring the delay down to the target.
-        public var skippedForLatency = 0
         /// Times playback stopped after a stall.
         public var stalls = 0
-        /// The audio buffered now, from the next slot to the newest packet.
+        /// The audio buffered now: the packets held, from the cursor on.
         public var currentDepth: Duration = .zero
         /// The delay the buffer aims for.
         public var targetDepth: Duration = .zero
@@ -106,30 +108,35 @@ public struct AudioJitterBuffer: Sendable {
     private struct Entry: Sendable {
         var payload: [UInt8]
         var timestamp: UInt32
+        /// The audio it holds, at the clock rate.
+        var samples: Int
         var hasFEC: Bool
         var isSilent: Bool
     }
 
-    /// The RTP timestamp of the frame the last `pop` played (a packet, or a lost one it
-    /// concealed); nil while not playing. Lip sync lines the camera up with it.
-    public private(set) var playedTimestamp: UInt32?
-    private var frameTicks: UInt32 {
-        UInt32(clamping: Int64(configuration.frameDuration.seconds * Double(configuration.clockRate)))
-    }
+    /// The RTP timestamp of the next audio to play: the end of what `pop` gave so far (an
+    /// underrun's concealment does not move it). Nil while not playing.
+    public var cursorTimestamp: UInt32? { nextToPlay == nil ? nil : cursor }
+    /// The longest loss concealed in one piece, and the longest gap taken for a loss rather
+    /// than a jump in the sender's clock: Opus's longest packet, 120 ms.
+    private var longestLoss: Int { configuration.clockRate * 120 / 1000 }
+    private var samplesPerTick: Int { Int(Int64(configuration.frameDuration.seconds * Double(configuration.clockRate))) }
 
     private var slots: [Int64: Entry] = [:]
     /// The highest extended sequence number received: the reference for unwrapping.
     private var highestReceived: Int64?
-    /// The extended sequence number of the next slot to play; nil when not playing.
+    /// The extended sequence number of the next packet to play; nil when not playing.
     private var nextToPlay: Int64?
+    private var cursor: UInt32 = 0
     /// When the first packet came while not playing.
     private var bufferingSince: Instant?
     private var jitterSeconds = 0.0
     private var lastArrival: (arrival: Instant, timestamp: UInt32)?
-    /// After a stall, the first slot not played: stragglers from before it are late.
+    /// The longest packet seen lately: the target covers one.
+    private var packetSamples = 0
+    /// After a stall, the first packet not played: stragglers from before it are late.
     private var resumeFloor: Int64?
-    private var underrunTicks = 0
-    private var ticksSinceSkip = 0
+    private var underrunSamples = 0
 
     /// An empty buffer. The frame duration, clock rate and durations must be positive.
     public init(configuration: Configuration = Configuration()) {
@@ -138,14 +145,17 @@ public struct AudioJitterBuffer: Sendable {
         statistics.targetDepth = targetDepth
     }
 
-    /// The delay the buffer aims for now: clamp(2 J + one frame, minimum...maximum).
+    /// The delay the buffer aims for now: clamp(2 J + the longer of a tick and a packet, minimum...maximum).
     public var targetDepth: Duration {
-        let wanted = Duration.nanoseconds(Int64(2 * jitterSeconds * 1e9)) + configuration.frameDuration
+        let unit = max(configuration.frameDuration, duration(of: packetSamples))
+        let wanted = Duration.nanoseconds(Int64(2 * jitterSeconds * 1e9)) + unit
         return min(max(wanted, configuration.minimumDelay), configuration.maximumDelay)
     }
 
-    private var maximumPackets: Int64 {
-        max(1, Int64(configuration.maximumDepth / configuration.frameDuration))
+    /// How much more is buffered than the target (zero when not more): what the player may
+    /// take out by playing faster.
+    public var excessDelay: Duration {
+        max(.zero, statistics.currentDepth - targetDepth)
     }
 
     /// Takes one received Opus RTP payload; `isSilent` when its sender said it holds silence.
@@ -162,65 +172,75 @@ public struct AudioJitterBuffer: Sendable {
             statistics.duplicates += 1
             return
         }
-        slots[extended] = Entry(payload: payload, timestamp: timestamp, hasFEC: OpusDecoder.hasFEC(payload), isSilent: isSilent)
+        // A malformed packet still takes a tick's time (its decoding fails and is concealed).
+        let samples = OpusDecoder.sampleCount(of: payload).map { $0 * configuration.clockRate / AudioFrame.sampleRate } ?? samplesPerTick
+        packetSamples = max(samples, packetSamples * 15 / 16)
+        slots[extended] = Entry(payload: payload, timestamp: timestamp, samples: samples, hasFEC: OpusDecoder.hasFEC(payload), isSilent: isSilent)
         if nextToPlay == nil && bufferingSince == nil { bufferingSince = arrival }
         enforceMaximumDepth()
     }
 
-    /// What to play for the tick at `now` (call once every frame duration).
-    public mutating func pop(now: Instant) -> Output {
+    /// The next audio, at `now`, for a player that lacks `wanting` samples (at the clock rate)
+    /// of this tick: a packet, or the audio to conceal or recover before the next packet; an
+    /// underrun conceals what is wanted.
+    public mutating func pop(now: Instant, wanting: Int? = nil) -> Output {
         defer { refreshDepth() }
         guard let next = nextToPlay ?? start(now: now) else {
             statistics.silent += 1
-            playedTimestamp = nil
             return .silence
         }
-        ticksSinceSkip += 1
         if let entry = slots.removeValue(forKey: next) {
             nextToPlay = next + 1
-            underrunTicks = 0
+            cursor = entry.timestamp &+ UInt32(entry.samples)
+            underrunSamples = 0
             statistics.played += 1
-            playedTimestamp = entry.timestamp
-            trimTowardTarget()
-            return entry.isSilent ? .silentPacket(entry.payload) : .packet(entry.payload)
+            return entry.isSilent ? .silentPacket(entry.payload, samples: entry.samples) : .packet(entry.payload)
         }
-        if slots.isEmpty {
-            // Underrun: keep the slot, so that a late packet still plays.
-            underrunTicks += 1
-            if configuration.frameDuration * underrunTicks >= configuration.stallTimeout {
+        guard let successor = slots.keys.min(), let entry = slots[successor] else {
+            // Underrun: the cursor stays, so that a late packet still plays.
+            let wanted = max(1, wanting ?? samplesPerTick)
+            underrunSamples += wanted
+            if duration(of: underrunSamples) >= configuration.stallTimeout {
                 resumeFloor = next
                 nextToPlay = nil
                 bufferingSince = nil
-                underrunTicks = 0
+                underrunSamples = 0
                 statistics.stalls += 1
                 statistics.silent += 1
-                playedTimestamp = nil
                 return .silence
             }
             statistics.concealed += 1
-            return .conceal
+            statistics.concealedSamples += wanted
+            return .conceal(samples: wanted)
         }
-        // Lost: later packets are here.
-        nextToPlay = next + 1
-        underrunTicks = 0
-        playedTimestamp = playedTimestamp.map { $0 &+ frameTicks }
-        if let successor = slots[next + 1], successor.hasFEC {
+        // Lost: a later packet is here. Its timestamp says how much audio went missing.
+        underrunSamples = 0
+        nextToPlay = successor
+        let gap = Int(Int32(bitPattern: entry.timestamp &- cursor))
+        cursor = entry.timestamp
+        guard gap > 0 && gap <= longestLoss else {
+            // No room in RTP time (a sender that restarted its clock), or more than any loss:
+            // go on from the packet present.
+            return pop(now: now, wanting: wanting)
+        }
+        if entry.hasFEC {
             statistics.recoveredWithFEC += 1
-            return .recoverWithFEC(nextPacket: successor.payload)
+            return .recoverWithFEC(nextPacket: entry.payload, samples: gap)
         }
         statistics.concealed += 1
-        return .conceal
+        statistics.concealedSamples += gap
+        return .conceal(samples: gap)
     }
 
-    /// Starts playing when the first packet has waited the target delay less the tick's frame.
+    /// Starts playing when the first packet has waited the target delay less the tick.
     private mutating func start(now: Instant) -> Int64? {
-        guard let since = bufferingSince, let first = slots.keys.min() else { return nil }
+        guard let since = bufferingSince, let first = slots.keys.min(), let entry = slots[first] else { return nil }
         let wait = max(.zero, targetDepth - configuration.frameDuration)
         guard now >= since + wait else { return nil }
         nextToPlay = first
+        cursor = entry.timestamp
         bufferingSince = nil
-        underrunTicks = 0
-        ticksSinceSkip = 0
+        underrunSamples = 0
         return first
     }
 
@@ -253,34 +273,26 @@ public struct AudioJitterBuffer: Sendable {
         return extended
     }
 
-    /// Drops the oldest packets while more than `maximumDepth` is held.
+    /// Drops the oldest packets while more than `maximumDepth` is held (the sum of their
+    /// durations: a DTX gap in RTP time holds nothing).
     private mutating func enforceMaximumDepth() {
-        guard let newest = slots.keys.max() else { return }
-        let oldestAllowed = newest - maximumPackets + 1
-        if let next = nextToPlay, next < oldestAllowed { nextToPlay = oldestAllowed }
-        for key in slots.keys where key < oldestAllowed {
-            slots[key] = nil
+        let limit = Int(configuration.maximumDepth.seconds * Double(configuration.clockRate))
+        var held = slots.values.reduce(0) { $0 + $1.samples }
+        for key in slots.keys.sorted() where held > limit && slots.count > 1 {
+            held -= slots.removeValue(forKey: key)?.samples ?? 0
             statistics.dropped += 1
         }
+        // A cursor left before the oldest packet kept goes on from it at the next pop (a gap
+        // longer than any loss, or concealed).
     }
 
-    /// Skips one packet when the buffer holds more than a frame beyond the target, at most once
-    /// every ten ticks, so that a burst's extra delay drains away.
-    private mutating func trimTowardTarget() {
-        guard ticksSinceSkip >= 10, let next = nextToPlay, let newest = slots.keys.max() else { return }
-        let depth = configuration.frameDuration * Int(newest - next + 1)
-        guard depth > targetDepth + configuration.frameDuration else { return }
-        if slots.removeValue(forKey: next) != nil { statistics.skippedForLatency += 1 }
-        nextToPlay = next + 1
-        ticksSinceSkip = 0
-    }
-
+    /// The audio held, from the cursor on (late packets are never held).
     private mutating func refreshDepth() {
-        guard let newest = slots.keys.max() else {
-            statistics.currentDepth = .zero
-            return
-        }
-        let from = nextToPlay ?? slots.keys.min() ?? newest
-        statistics.currentDepth = configuration.frameDuration * Int(max(0, newest - from + 1))
+        statistics.currentDepth = duration(of: slots.values.reduce(0) { $0 + $1.samples })
+        statistics.targetDepth = targetDepth
+    }
+
+    private func duration(of samples: Int) -> Duration {
+        .nanoseconds(Int64(samples) * 1_000_000_000 / Int64(configuration.clockRate))
     }
 }

@@ -22,16 +22,24 @@ public final class AudioReceiver {
     public private(set) var decodeErrors = 0
     /// Packets played as silence without decoding, because their level said so.
     public private(set) var silentPacketsSkipped = 0
+    /// The audio taken out of the playout to bring the delay down to the target (pitch periods
+    /// and quiet stretches, see `TimeStretch`), in samples per channel.
+    public private(set) var shortenedSamples = 0
     /// A packet at this RFC 6464 level (-dBov) or quieter is silence: -96 dBov is under the
     /// quantization noise of 16-bit audio.
     public static let silentLevel: UInt8 = 96
-    /// Whether the last frame played was a silent packet not decoded.
+    /// Whether the last packet played was a silent packet not decoded.
     private var lastWasSkipped = false
     /// Silent packets played in a row (decoded or not).
     private var silentInARow = 0
     /// The channel count of the output.
     public let channels: Int
     private let decoder: OpusDecoder
+    /// Audio decoded (or concealed) and not played yet, interleaved: packets of any length are
+    /// cut into ticks here.
+    private var pending: [Int16] = []
+    private var lastTick: Instant?
+    private var playedTimestamp: UInt32?
 
     /// A receiver decoding to `channels` (1 or 2).
     public init(channels: Int = 1, configuration: AudioJitterBuffer.Configuration = .init()) throws(OpusCodecError) {
@@ -48,45 +56,71 @@ public final class AudioReceiver {
 
     /// Where the playout is; nil while nothing plays.
     public var playout: AudioPlayout? {
-        guard let timestamp = buffer.playedTimestamp, let at = lastTick else { return nil }
-        return AudioPlayout(timestamp: timestamp, at: at, depth: buffer.statistics.currentDepth)
+        guard let timestamp = playedTimestamp, let at = lastTick else { return nil }
+        return AudioPlayout(timestamp: timestamp, at: at, depth: buffer.statistics.currentDepth + duration(ofSamples: pending.count / channels))
     }
-    private var lastTick: Instant?
 
-    /// The audio for the tick at `now` (20 ms for 20 ms packets), stamped `now`.
+    /// The audio for the tick at `now` (20 ms with the default configuration), stamped `now`.
+    /// While more is buffered than the target, a pitch period (or a quiet stretch) is taken out
+    /// of the tick's audio, so the delay comes down without a skip that would be heard.
     public func tick(now: Instant) -> AudioFrame {
         lastTick = now
-        switch buffer.pop(now: now) {
-        case .silentPacket(let packet):
-            silentInARow += 1
-            if silentInARow == 1 { return decode(packet, now: now) }
-            silentPacketsSkipped += 1
-            lastWasSkipped = true
-            return AudioFrame.silence(channels: channels, timestamp: now)
-        case .conceal where lastWasSkipped:
-            return AudioFrame.silence(channels: channels, timestamp: now)
-        case .conceal:
-            return decoder.concealLoss(timestamp: now)
+        let tick = samplesPerTick
+        let excess = buffer.excessDelay + duration(ofSamples: pending.count / channels)
+        let shorten = excess > buffer.configuration.frameDuration
+        let wanted = shorten ? tick + TimeStretch.longestCut + TimeStretch.window : tick
+        var playing = true
+        while pending.count < wanted * channels {
+            guard fill(now: now, wanting: wanted - pending.count / channels) else {
+                playing = false
+                break
+            }
+        }
+        if shorten && playing { shortenedSamples += TimeStretch.shorten(&pending, channels: channels) }
+        if pending.count < tick * channels { pending += [Int16](repeating: 0, count: tick * channels - pending.count) }
+        let samples = Array(pending[..<(tick * channels)])
+        pending.removeFirst(tick * channels)
+        playedTimestamp = buffer.cursorTimestamp.map { $0 &- UInt32(truncatingIfNeeded: clockUnits(pending.count / channels + tick)) }
+        return AudioFrame(channels: channels, samples: samples, timestamp: now)
+    }
+
+    /// Appends the buffer's next audio to `pending`; false when the buffer has nothing playing.
+    private func fill(now: Instant, wanting: Int) -> Bool {
+        switch buffer.pop(now: now, wanting: clockUnits(wanting)) {
         case .silence:
             lastWasSkipped = false
             silentInARow = 0
-            return AudioFrame.silence(channels: channels, timestamp: now)
+            return false
+        case .silentPacket(let packet, let units):
+            silentInARow += 1
+            if silentInARow == 1 {
+                pending += decode(packet)
+            } else {
+                silentPacketsSkipped += 1
+                lastWasSkipped = true
+                pending += [Int16](repeating: 0, count: samples(fromClock: units) * channels)
+            }
+        case .conceal(let units) where lastWasSkipped:
+            pending += [Int16](repeating: 0, count: samples(fromClock: units) * channels)
+        case .conceal(let units):
+            pending += decoder.concealLoss(samples: samples(fromClock: units)).samples
         case .packet(let packet):
             resetAfterSilence()
-            return decode(packet, now: now)
-        case .recoverWithFEC(let next):
+            pending += decode(packet)
+        case .recoverWithFEC(let next, let units):
             resetAfterSilence()
-            do { return try decoder.decodeFEC(next, timestamp: now) } catch {
+            do { pending += try decoder.decodeFEC(next, samples: samples(fromClock: units)).samples } catch {
                 decodeErrors += 1
-                return decoder.concealLoss(timestamp: now)
+                pending += decoder.concealLoss(samples: samples(fromClock: units)).samples
             }
         }
+        return true
     }
 
-    private func decode(_ packet: [UInt8], now: Instant) -> AudioFrame {
-        do { return try decoder.decode(packet, timestamp: now) } catch {
+    private func decode(_ packet: [UInt8]) -> [Int16] {
+        do { return try decoder.decode(packet).samples } catch {
             decodeErrors += 1
-            return decoder.concealLoss(timestamp: now)
+            return decoder.concealLoss().samples
         }
     }
 
@@ -97,6 +131,12 @@ public final class AudioReceiver {
         decoder.reset()
         lastWasSkipped = false
     }
+
+    private var samplesPerTick: Int { Int(Int64(buffer.configuration.frameDuration.seconds * Double(AudioFrame.sampleRate))) }
+    /// The buffer's RTP clock units as 48 kHz samples, and back (one and the same for Opus, RFC 7587 §4.1).
+    private func samples(fromClock units: Int) -> Int { units * AudioFrame.sampleRate / buffer.configuration.clockRate }
+    private func clockUnits(_ samples: Int) -> Int { samples * buffer.configuration.clockRate / AudioFrame.sampleRate }
+    private func duration(ofSamples samples: Int) -> Duration { .nanoseconds(Int64(samples) * 1_000_000_000 / Int64(AudioFrame.sampleRate)) }
 }
 
 /// Where a microphone is in its playout: the RTP timestamp of the frame the tick at `at` played,

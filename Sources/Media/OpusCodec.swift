@@ -21,7 +21,7 @@ public enum OpusCodecError: Error, Equatable, Sendable, CustomStringConvertible 
         case .invalidConfiguration(let why): "Opus: invalid configuration: \(why)"
         case .initializationFailed(let why): "Opus: libopus could not start the codec: \(why)"
         case .wrongFrameLength(let samples, let expected):
-            "Opus: the encoder takes 20 ms frames of \(expected) interleaved samples, not \(samples)"
+            "Opus: the encoder takes frames of 2.5, 5, 10, 20, 40 or 60 ms (20 ms is \(expected) interleaved samples), not \(samples) samples"
         case .encodeFailed(let why): "Opus: encoding failed: \(why)"
         case .corruptPacket(let why): "Opus: the packet could not be decoded: \(why)"
         }
@@ -30,7 +30,7 @@ public enum OpusCodecError: Error, Equatable, Sendable, CustomStringConvertible 
 
 func opusErrorText(_ code: Int32) -> String { String(cString: opus_strerror(code)) }
 
-/// A libopus encoder at 48 kHz taking 20 ms frames, one packet per frame (RFC 7587).
+/// A libopus encoder at 48 kHz, one packet per frame (RFC 7587); the host encodes 20 ms frames.
 /// Not `Sendable`: one thread owns each encoder.
 public final class OpusEncoder {
     /// What libopus tunes for.
@@ -142,18 +142,20 @@ public final class OpusEncoder {
         configuration = next
     }
 
-    /// Encodes 20 ms (960 samples per channel, interleaved) into one Opus packet. With DTX on, a
-    /// packet of 2 bytes or fewer is silence the caller need not send (RFC 7587 §3.1.3).
+    /// Encodes one frame (interleaved) into one Opus packet: 20 ms, the host's tick, or any other
+    /// length Opus codes (2.5, 5, 10, 40 or 60 ms, RFC 6716 §2.1.4). With DTX on, a packet of 2
+    /// bytes or fewer is silence the caller need not send (RFC 7587 §3.1.3).
     public func encode(_ frame: AudioFrame) throws(OpusCodecError) -> [UInt8] {
-        let expected = AudioFrame.samplesPer20ms * configuration.channels
-        guard frame.channels == configuration.channels, frame.samples.count == expected else {
-            throw .wrongFrameLength(samples: frame.samples.count, expected: expected)
+        let perChannel = frame.samples.count / max(1, configuration.channels)
+        guard frame.channels == configuration.channels, perChannel * configuration.channels == frame.samples.count,
+              [120, 240, 480, 960, 1920, 2880].contains(perChannel) else {
+            throw .wrongFrameLength(samples: frame.samples.count, expected: AudioFrame.samplesPer20ms * configuration.channels)
         }
         let encoder = encoder
         let length = frame.samples.withUnsafeBufferPointer { pcm in
             output.withUnsafeMutableBufferPointer { out -> Int32 in
                 guard let samples = pcm.baseAddress, let bytes = out.baseAddress else { return OPUS_BAD_ARG }
-                return opus_encode(encoder, samples, Int32(AudioFrame.samplesPer20ms), bytes, Int32(out.count))
+                return opus_encode(encoder, samples, Int32(perChannel), bytes, Int32(out.count))
             }
         }
         guard length > 0 else { throw .encodeFailed(opusErrorText(length)) }
@@ -220,20 +222,40 @@ public final class OpusDecoder {
         return try run(packet, samples: Self.maxSamplesPerChannel, fec: false, timestamp: timestamp)
     }
 
-    /// Audio for a lost packet, extrapolated from what came before (libopus PLC), as long as the
-    /// last frame (usually 20 ms). After a DTX packet this is comfort noise.
-    public func concealLoss(timestamp: Instant = Instant(nanoseconds: 0)) -> AudioFrame {
-        (try? run(nil, samples: lastFrameSamples, fec: false, timestamp: timestamp))
-            ?? AudioFrame(channels: channels, samples: [Int16](repeating: 0, count: lastFrameSamples * channels), timestamp: timestamp)
+    /// Audio for a lost packet, extrapolated from what came before (libopus PLC): `samples` per
+    /// channel (rounded up to Opus's 2.5 ms grid, at most 120 ms), by default as long as the last
+    /// frame. After a DTX packet this is comfort noise.
+    public func concealLoss(samples: Int? = nil, timestamp: Instant = Instant(nanoseconds: 0)) -> AudioFrame {
+        let count = samples.map(Self.onOpusGrid) ?? lastFrameSamples
+        return (try? run(nil, samples: count, fec: false, timestamp: timestamp))
+            ?? AudioFrame(channels: channels, samples: [Int16](repeating: 0, count: count * channels), timestamp: timestamp)
     }
 
-    /// The lost packet before `nextPacket`, recovered from the FEC `nextPacket` carries (decode
-    /// `nextPacket` itself normally afterwards). When it carries none (see ``hasFEC(_:)``),
-    /// libopus conceals instead, as ``concealLoss(timestamp:)`` does.
-    public func decodeFEC(_ nextPacket: [UInt8], timestamp: Instant = Instant(nanoseconds: 0)) throws(OpusCodecError) -> AudioFrame {
+    /// The lost audio before `nextPacket` (`samples` per channel, by default the last frame's
+    /// length), its last frame recovered from the FEC `nextPacket` carries and any earlier part
+    /// concealed, as libopus does when asked for more than one frame (decode `nextPacket` itself
+    /// normally afterwards). When it carries none (see ``hasFEC(_:)``), libopus conceals it all.
+    public func decodeFEC(_ nextPacket: [UInt8], samples: Int? = nil, timestamp: Instant = Instant(nanoseconds: 0)) throws(OpusCodecError) -> AudioFrame {
         guard !nextPacket.isEmpty else { throw .corruptPacket("an empty packet carries no FEC") }
         guard nextPacket.count <= 1275 * 48 + 100 else { throw .corruptPacket("\(nextPacket.count) bytes is longer than any Opus packet") }
-        return try run(nextPacket, samples: lastFrameSamples, fec: true, timestamp: timestamp)
+        return try run(nextPacket, samples: samples.map(Self.onOpusGrid) ?? lastFrameSamples, fec: true, timestamp: timestamp)
+    }
+
+    /// The audio an Opus packet holds, in samples per channel at 48 kHz (RFC 6716 §3.1: its TOC
+    /// byte's frame size times its frame count); nil for a malformed packet.
+    public static func sampleCount(of packet: [UInt8]) -> Int? {
+        guard !packet.isEmpty else { return nil }
+        let count = packet.withUnsafeBufferPointer { bytes -> Int32 in
+            guard let base = bytes.baseAddress else { return OPUS_BAD_ARG }
+            return opus_packet_get_nb_samples(base, Int32(bytes.count), Int32(AudioFrame.sampleRate))
+        }
+        return count > 0 ? Int(count) : nil
+    }
+
+    /// libopus conceals in whole 2.5 ms steps, at most 120 ms at a time.
+    private static func onOpusGrid(_ samples: Int) -> Int {
+        let step = AudioFrame.sampleRate / 400
+        return min(maxSamplesPerChannel, max(step, (samples + step - 1) / step * step))
     }
 
     /// Forgets the stream's state (a new sender, or a long gap).
