@@ -105,6 +105,8 @@ final class LoadParticipant {
     /// Per speaker: the delay of its last tone onset from send to the host's mix clock
     /// (seconds, through the host's audio SR), and the last frame code seen in its tile.
     private var onsetDelay: [Int: (seconds: Double, heardAt: Instant)] = [:]
+    /// Per speaker: the send time of the last onset timed.
+    private var timedOnset: [Int: Instant] = [:]
     private var lastCodeSeen: [Int: Int] = [:]
     /// When its transport or receive side next needs the time.
     private lazy var timer: DeadlineTimer = {
@@ -523,12 +525,17 @@ final class LoadParticipant {
             } else if model.hasBeenSending(speaker, for: .milliseconds(1500), now: now) {
                 results.framesExpectingSpeaker[speaker, default: 0] += 1
                 if fraction > Self.tonePresence { results.framesHearingSpeaker[speaker, default: 0] += 1 }
+                // Each onset is timed once: the tone coming back after a dropout in the middle
+                // (Opus concealing a loss or two of a pure tone goes quiet for a few frames) is
+                // not its start.
                 if quietFrames[speaker] >= Self.onsetQuietFrames, fraction > 0.05,
-                   let latency = model.toneLatency(of: speaker, heardAt: now) {
-                    results.audioLatencies.append((runSeconds, seconds(latency) * 1000))
-                    if let hostAudio, let clock = receiver?.senderClock(of: hostAudio),
-                       let sent = model.onsetSentSeconds(of: speaker, heardAt: now) {
-                        onsetDelay[speaker] = (clock.seconds(at: packet.timestamp) - sent, now)
+                   let sent = model.latestOnset(of: speaker, before: now), timedOnset[speaker] != sent {
+                    timedOnset[speaker] = sent
+                    // An onset sent into a blackout never arrived: what is heard is the tone coming back.
+                    guard !model.isDark(sent) else { continue }
+                    results.audioLatencies.append((runSeconds, seconds(now - sent) * 1000))
+                    if let hostAudio, let clock = receiver?.senderClock(of: hostAudio) {
+                        onsetDelay[speaker] = (clock.seconds(at: packet.timestamp) - model.ntpSeconds(at: sent), now)
                     }
                 }
             }

@@ -55,11 +55,15 @@ final class LoadRoomModel {
         return wallClock.ntp(at: sent).seconds
     }
 
-    /// The send time of `index`'s latest tone onset heard at `now`, in NTP seconds.
-    func onsetSentSeconds(of index: Int, heardAt now: Instant) -> Double? {
+    /// When `index`'s latest tone onset before `now` was sent, if under a second ago (the loop
+    /// is a second long): the onset a receiver hearing the tone start at `now` hears.
+    func latestOnset(of index: Int, before now: Instant) -> Instant? {
         guard let sent = onsets[index].last(where: { $0 <= now }), now - sent < .milliseconds(950) else { return nil }
-        return wallClock.ntp(at: sent).seconds
+        return sent
     }
+
+    /// An instant of the run in NTP seconds, on the wall clock the host's SRs use.
+    func ntpSeconds(at instant: Instant) -> Double { wallClock.ntp(at: instant).seconds }
 
     /// Whether the network is dark at `now`.
     func isDark(_ now: Instant) -> Bool { blackout?.contains(now) ?? false }
@@ -67,13 +71,6 @@ final class LoadRoomModel {
     func toneOnsetSent(by index: Int, at time: Instant) {
         onsets[index].append(time)
         if onsets[index].count > 4 { onsets[index].removeFirst() }
-    }
-
-    /// The latency of an onset of `index`'s tone heard at `now`: from its latest onset sent
-    /// before, if that is under a second ago (the loop is a second long).
-    func toneLatency(of index: Int, heardAt now: Instant) -> Duration? {
-        guard let sent = onsets[index].last(where: { $0 <= now }), now - sent < .milliseconds(950) else { return nil }
-        return now - sent
     }
 
     /// The latency of frame `frame` of `index`'s loop seen at `now`.

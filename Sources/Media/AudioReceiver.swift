@@ -61,13 +61,14 @@ public final class AudioReceiver {
     }
 
     /// The audio for the tick at `now` (20 ms with the default configuration), stamped `now`.
-    /// While more is buffered than the target, a pitch period (or a quiet stretch) is taken out
-    /// of the tick's audio, so the delay comes down without a skip that would be heard.
+    /// When the delay has stayed above the target for a whole window, the spare part is taken
+    /// out of the playout a pitch period (or a quiet stretch) at a time, so it comes down without
+    /// a skip that would be heard, while jitter's short peaks keep the depth they need.
     public func tick(now: Instant) -> AudioFrame {
         lastTick = now
         let tick = samplesPerTick
-        let excess = buffer.excessDelay + duration(ofSamples: pending.count / channels)
-        let shorten = excess > buffer.configuration.frameDuration
+        if buffer.cursorTimestamp != nil { judgeSpareDelay() } else { spare = SpareDelay() }
+        let shorten = spare.budget >= TimeStretch.shortestCut
         let wanted = shorten ? tick + TimeStretch.longestCut + TimeStretch.window : tick
         var playing = true
         while pending.count < wanted * channels {
@@ -76,12 +77,39 @@ public final class AudioReceiver {
                 break
             }
         }
-        if shorten && playing { shortenedSamples += TimeStretch.shorten(&pending, channels: channels) }
+        if shorten && playing {
+            let cut = TimeStretch.shorten(&pending, channels: channels, atMost: spare.budget)
+            spare.budget -= cut
+            shortenedSamples += cut
+        }
         if pending.count < tick * channels { pending += [Int16](repeating: 0, count: tick * channels - pending.count) }
         let samples = Array(pending[..<(tick * channels)])
         pending.removeFirst(tick * channels)
         playedTimestamp = buffer.cursorTimestamp.map { $0 &- UInt32(truncatingIfNeeded: clockUnits(pending.count / channels + tick)) }
         return AudioFrame(channels: channels, samples: samples, timestamp: now)
+    }
+
+    /// The least delay over a window of ticks: what jitter never needed in that time.
+    private struct SpareDelay {
+        static let windowTicks = 25
+        var floor: Duration?
+        var ticks = 0
+        /// Samples per channel that may be taken out of the playout.
+        var budget = 0
+    }
+    private var spare = SpareDelay()
+
+    /// Every `SpareDelay.windowTicks` (half a second at 20 ms), sets the budget to what the
+    /// delay held beyond the target all through the window, when that is over 10 ms.
+    private func judgeSpareDelay() {
+        let depth = buffer.statistics.currentDepth + duration(ofSamples: pending.count / channels)
+        spare.floor = min(spare.floor ?? depth, depth)
+        spare.ticks += 1
+        guard spare.ticks >= SpareDelay.windowTicks, let floor = spare.floor else { return }
+        let beyond = floor - buffer.targetDepth
+        spare.budget = beyond > .milliseconds(10) ? Int(beyond.seconds * Double(AudioFrame.sampleRate)) : 0
+        spare.floor = nil
+        spare.ticks = 0
     }
 
     /// Appends the buffer's next audio to `pending`; false when the buffer has nothing playing.

@@ -15,11 +15,13 @@ public enum TimeStretch {
     static let quietRMS = 100.0
 
     /// Takes one cut from the start of `pcm` (interleaved, `channels` per frame) when it repeats
-    /// itself or is quiet there; returns the samples per channel taken out (0: none, the audio did
-    /// not allow it or is shorter than `longestCut + window`).
-    public static func shorten(_ pcm: inout [Int16], channels: Int) -> Int {
+    /// itself or is quiet there, of at most `atMost` samples per channel; returns the samples per
+    /// channel taken out (0: none, the audio did not allow it or is shorter than
+    /// `longestCut + window`).
+    public static func shorten(_ pcm: inout [Int16], channels: Int, atMost: Int = longestCut) -> Int {
         let frames = pcm.count / channels
-        guard channels > 0, frames >= longestCut + window else { return 0 }
+        let longest = min(longestCut, atMost)
+        guard channels > 0, longest >= shortestCut, frames >= longestCut + window else { return 0 }
         // Correlate the channels' mean.
         var mono = [Double](repeating: 0, count: longestCut + window)
         for frame in mono.indices {
@@ -31,10 +33,10 @@ public enum TimeStretch {
         let headEnergy = head.reduce(0) { $0 + $1 * $1 }
         let cut: Int
         if (headEnergy / Double(window)).squareRoot() < quietRMS {
-            cut = longestCut
+            cut = longest
         } else {
             var best = (lag: 0, score: alike)
-            for lag in shortestCut...longestCut {
+            for lag in shortestCut...longest {
                 var cross = 0.0, energy = 0.0
                 for index in 0..<window {
                     let later = mono[lag + index]
