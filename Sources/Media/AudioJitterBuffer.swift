@@ -17,7 +17,8 @@ import Wire
 ///   present (DTX) plays on at once.
 /// - When nothing at all is buffered (an underrun: the packet is late, or the sender stopped),
 ///   the audio asked for is concealed *without* moving the cursor, so a late packet still plays
-///   and the delay grows: that is how the delay rises with jitter. After `stallTimeout` of this it
+///   and the delay grows: that is how the delay rises with jitter. If the packet waited for turns
+///   out lost (its successor comes first), the audio the underrun concealed counts toward the loss. After `stallTimeout` of this it
 ///   stops (``Output/silence``) and buffers afresh when packets come again (DTX, a muted guest).
 /// - The target delay follows the RFC 3550 interarrival jitter J: clamp(2 J + the longer of a
 ///   tick and a packet, `minimumDelay`...`maximumDelay`). The buffer never drops audio to come
@@ -213,14 +214,16 @@ public struct AudioJitterBuffer: Sendable {
             statistics.concealedSamples += wanted
             return .conceal(samples: wanted)
         }
-        // Lost: a later packet is here. Its timestamp says how much audio went missing.
-        underrunSamples = 0
+        // Lost: a later packet is here. Its timestamp says how much audio went missing; what an
+        // underrun already concealed while waiting for it is not concealed twice (so a loss on
+        // a calm network costs no delay).
         nextToPlay = successor
-        let gap = Int(Int32(bitPattern: entry.timestamp &- cursor))
+        let gap = Int(Int32(bitPattern: entry.timestamp &- cursor)) - underrunSamples
+        underrunSamples = 0
         cursor = entry.timestamp
         guard gap > 0 && gap <= longestLoss else {
-            // No room in RTP time (a sender that restarted its clock), or more than any loss:
-            // go on from the packet present.
+            // Concealed already, no room in RTP time (a sender that restarted its clock), or more
+            // than any loss: go on from the packet present.
             return pop(now: now, wanting: wanting)
         }
         if entry.hasFEC {
