@@ -2,7 +2,8 @@ import RTP
 import Wire
 
 /// One Opus stream's receive side: a jitter buffer and a decoder, giving one frame of audio per
-/// tick whatever the network did. Not `Sendable`: the room's thread owns it.
+/// tick whatever the network did. Packets of any Opus duration are decoded ahead into `pending`
+/// and played out a tick at a time. Not `Sendable`: the room's thread owns it.
 ///
 /// Packets whose sender says they are silence (RFC 6464 audio level, as browsers send it) are
 /// not decoded: in a room most guests are silent most of the time, and decoding is the largest
@@ -68,8 +69,12 @@ public final class AudioReceiver {
         lastTick = now
         let tick = samplesPerTick
         if buffer.cursorTimestamp != nil { judgeSpareDelay() } else { spare = SpareDelay() }
-        let shorten = spare.budget >= TimeStretch.shortestCut
-        let wanted = shorten ? tick + TimeStretch.longestCut + TimeStretch.window : tick
+        // Shortening looks ahead by up to a cut and a cross-fade: only into audio that is here,
+        // never into audio an underrun would have to conceal.
+        let lookahead = tick + TimeStretch.longestCut + TimeStretch.window
+        let held = buffer.statistics.currentDepth + duration(ofSamples: pending.count / channels)
+        let shorten = spare.budget >= TimeStretch.shortestCut && held >= duration(ofSamples: lookahead)
+        let wanted = shorten ? lookahead : tick
         var playing = true
         while pending.count < wanted * channels {
             guard fill(now: now, wanting: wanted - pending.count / channels) else {
