@@ -17,13 +17,14 @@ import Wire
 ///   present (DTX) plays on at once.
 /// - When nothing at all is buffered (an underrun: the packet is late, or the sender stopped),
 ///   the audio asked for is concealed *without* moving the cursor, so a late packet still plays
-///   and the delay grows: that is how the delay rises with jitter. If the packet waited for turns
-///   out lost (its successor comes first), the audio the underrun concealed counts toward the loss. After `stallTimeout` of this it
-///   stops (``Output/silence``) and buffers afresh when packets come again (DTX, a muted guest).
+///   and the delay grows: that is how the delay rises with jitter. If the packet waited for
+///   turns out lost (its successor comes first), the audio the underrun concealed counts toward
+///   the loss. After `stallTimeout` of this it stops (``Output/silence``) and buffers afresh when
+///   packets come again (DTX, a muted guest).
 /// - The target delay follows the RFC 3550 interarrival jitter J: clamp(2 J + the longer of a
 ///   tick and a packet, `minimumDelay`...`maximumDelay`). The buffer never drops audio to come
-///   back down to it: `AudioReceiver` shortens the decoded audio by pitch periods
-///   (``excessDelay``) instead, as a speeded-up playout that is not heard.
+///   back down to it: `AudioReceiver` shortens the decoded audio by pitch periods instead, a
+///   speeded-up playout that is not heard, when the depth stayed above the target a while.
 /// - At most `maximumDepth` is held; beyond that the oldest packets are dropped. Packets whose
 ///   audio has already played are discarded as late; duplicates are ignored.
 public struct AudioJitterBuffer: Sendable {
@@ -151,12 +152,6 @@ public struct AudioJitterBuffer: Sendable {
         let unit = max(configuration.frameDuration, duration(of: packetSamples))
         let wanted = Duration.nanoseconds(Int64(2 * jitterSeconds * 1e9)) + unit
         return min(max(wanted, configuration.minimumDelay), configuration.maximumDelay)
-    }
-
-    /// How much more is buffered than the target (zero when not more): what the player may
-    /// take out by playing faster.
-    public var excessDelay: Duration {
-        max(.zero, statistics.currentDepth - targetDepth)
     }
 
     /// Takes one received Opus RTP payload; `isSilent` when its sender said it holds silence.
