@@ -271,11 +271,15 @@ public struct AudioJitterBuffer: Sendable {
         return extended
     }
 
+    /// The audio held, at the clock rate.
+    private var heldSamples: Int { slots.values.reduce(0) { $0 + $1.samples } }
+
     /// Drops the oldest packets while more than `maximumDepth` is held (the sum of their
     /// durations: a DTX gap in RTP time holds nothing).
     private mutating func enforceMaximumDepth() {
         let limit = Int(configuration.maximumDepth.seconds * Double(configuration.clockRate))
-        var held = slots.values.reduce(0) { $0 + $1.samples }
+        var held = heldSamples
+        guard held > limit else { return }
         for key in slots.keys.sorted() where held > limit && slots.count > 1 {
             held -= slots.removeValue(forKey: key)?.samples ?? 0
             statistics.dropped += 1
@@ -286,7 +290,7 @@ public struct AudioJitterBuffer: Sendable {
 
     /// The audio held, from the cursor on (late packets are never held).
     private mutating func refreshDepth() {
-        statistics.currentDepth = duration(of: slots.values.reduce(0) { $0 + $1.samples })
+        statistics.currentDepth = duration(of: heldSamples)
         statistics.targetDepth = targetDepth
     }
 

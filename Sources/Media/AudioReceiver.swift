@@ -58,7 +58,7 @@ public final class AudioReceiver {
     /// Where the playout is; nil while nothing plays.
     public var playout: AudioPlayout? {
         guard let timestamp = playedTimestamp, let at = lastTick else { return nil }
-        return AudioPlayout(timestamp: timestamp, at: at, depth: buffer.statistics.currentDepth + duration(ofSamples: pending.count / channels))
+        return AudioPlayout(timestamp: timestamp, at: at, depth: heldDuration)
     }
 
     /// The audio for the tick at `now` (20 ms with the default configuration), stamped `now`.
@@ -72,15 +72,16 @@ public final class AudioReceiver {
         // Shortening looks ahead by up to a cut and a cross-fade: only into audio that is here,
         // never into audio an underrun would have to conceal.
         let lookahead = tick + TimeStretch.longestCut + TimeStretch.window
-        let held = buffer.statistics.currentDepth + duration(ofSamples: pending.count / channels)
-        let shorten = spare.budget >= TimeStretch.shortestCut && held >= duration(ofSamples: lookahead)
+        let shorten = spare.budget >= TimeStretch.shortestCut && heldDuration >= duration(ofSamples: lookahead)
         let wanted = shorten ? lookahead : tick
         var playing = true
         while pending.count < wanted * channels {
-            guard fill(now: now, wanting: wanted - pending.count / channels) else {
+            guard let piece = next(now: now, wanting: wanted - pending.count / channels) else {
                 playing = false
                 break
             }
+            // Usually one packet makes one tick: take its array as it is, without copying.
+            if pending.isEmpty { pending = piece } else { pending += piece }
         }
         if shorten && playing {
             let cut = TimeStretch.shorten(&pending, channels: channels, atMost: spare.budget)
@@ -88,8 +89,14 @@ public final class AudioReceiver {
             shortenedSamples += cut
         }
         if pending.count < tick * channels { pending += [Int16](repeating: 0, count: tick * channels - pending.count) }
-        let samples = Array(pending[..<(tick * channels)])
-        pending.removeFirst(tick * channels)
+        let samples: [Int16]
+        if pending.count == tick * channels {
+            samples = pending
+            pending = []
+        } else {
+            samples = Array(pending[..<(tick * channels)])
+            pending.removeFirst(tick * channels)
+        }
         playedTimestamp = buffer.cursorTimestamp.map { $0 &- UInt32(truncatingIfNeeded: clockUnits(pending.count / channels + tick)) }
         return AudioFrame(channels: channels, samples: samples, timestamp: now)
     }
@@ -107,7 +114,7 @@ public final class AudioReceiver {
     /// Every `SpareDelay.windowTicks` (half a second at 20 ms), sets the budget to what the
     /// delay held beyond the target all through the window, when that is over 10 ms.
     private func judgeSpareDelay() {
-        let depth = buffer.statistics.currentDepth + duration(ofSamples: pending.count / channels)
+        let depth = heldDuration
         spare.floor = min(spare.floor ?? depth, depth)
         spare.ticks += 1
         guard spare.ticks >= SpareDelay.windowTicks, let floor = spare.floor else { return }
@@ -117,37 +124,33 @@ public final class AudioReceiver {
         spare.ticks = 0
     }
 
-    /// Appends the buffer's next audio to `pending`; false when the buffer has nothing playing.
-    private func fill(now: Instant, wanting: Int) -> Bool {
+    /// The buffer's next audio, decoded or concealed; nil when the buffer has nothing playing.
+    private func next(now: Instant, wanting: Int) -> [Int16]? {
         switch buffer.pop(now: now, wanting: clockUnits(wanting)) {
         case .silence:
             lastWasSkipped = false
             silentInARow = 0
-            return false
+            return nil
         case .silentPacket(let packet, let units):
             silentInARow += 1
-            if silentInARow == 1 {
-                pending += decode(packet)
-            } else {
-                silentPacketsSkipped += 1
-                lastWasSkipped = true
-                pending += [Int16](repeating: 0, count: samples(fromClock: units) * channels)
-            }
+            if silentInARow == 1 { return decode(packet) }
+            silentPacketsSkipped += 1
+            lastWasSkipped = true
+            return [Int16](repeating: 0, count: samples(fromClock: units) * channels)
         case .conceal(let units) where lastWasSkipped:
-            pending += [Int16](repeating: 0, count: samples(fromClock: units) * channels)
+            return [Int16](repeating: 0, count: samples(fromClock: units) * channels)
         case .conceal(let units):
-            pending += decoder.concealLoss(samples: samples(fromClock: units)).samples
+            return decoder.concealLoss(samples: samples(fromClock: units)).samples
         case .packet(let packet):
             resetAfterSilence()
-            pending += decode(packet)
+            return decode(packet)
         case .recoverWithFEC(let next, let units):
             resetAfterSilence()
-            do { pending += try decoder.decodeFEC(next, samples: samples(fromClock: units)).samples } catch {
+            do { return try decoder.decodeFEC(next, samples: samples(fromClock: units)).samples } catch {
                 decodeErrors += 1
-                pending += decoder.concealLoss(samples: samples(fromClock: units)).samples
+                return decoder.concealLoss(samples: samples(fromClock: units)).samples
             }
         }
-        return true
     }
 
     private func decode(_ packet: [UInt8]) -> [Int16] {
@@ -165,6 +168,8 @@ public final class AudioReceiver {
         lastWasSkipped = false
     }
 
+    /// The audio held: in the buffer, and decoded but not played.
+    private var heldDuration: Duration { buffer.statistics.currentDepth + duration(ofSamples: pending.count / channels) }
     private var samplesPerTick: Int { Int(Int64(buffer.configuration.frameDuration.seconds * Double(AudioFrame.sampleRate))) }
     /// The buffer's RTP clock units as 48 kHz samples, and back (one and the same for Opus, RFC 7587 §4.1).
     private func samples(fromClock units: Int) -> Int { units * AudioFrame.sampleRate / buffer.configuration.clockRate }

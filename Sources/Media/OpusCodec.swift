@@ -142,13 +142,16 @@ public final class OpusEncoder {
         configuration = next
     }
 
+    /// The frame lengths Opus codes, in samples per channel at 48 kHz: 2.5 to 60 ms.
+    private static let frameLengths: Set<Int> = [120, 240, 480, 960, 1920, 2880]
+
     /// Encodes one frame (interleaved) into one Opus packet: 20 ms, the host's tick, or any other
     /// length Opus codes (2.5, 5, 10, 40 or 60 ms, RFC 6716 §2.1.4). With DTX on, a packet of 2
     /// bytes or fewer is silence the caller need not send (RFC 7587 §3.1.3).
     public func encode(_ frame: AudioFrame) throws(OpusCodecError) -> [UInt8] {
         let perChannel = frame.samples.count / max(1, configuration.channels)
         guard frame.channels == configuration.channels, perChannel * configuration.channels == frame.samples.count,
-              [120, 240, 480, 960, 1920, 2880].contains(perChannel) else {
+              Self.frameLengths.contains(perChannel) else {
             throw .wrongFrameLength(samples: frame.samples.count, expected: AudioFrame.samplesPer20ms * configuration.channels)
         }
         let encoder = encoder

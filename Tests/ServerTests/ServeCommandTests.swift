@@ -25,15 +25,10 @@ import Transport
         let executable = try #require(Self.executable, "build the tessera product first (swift build)")
         let config = writeConfig(#"{"http": {"listen": "127.0.0.1:0"}, "media": {"listen": "127.0.0.1:0"}}"#)
         defer { try? FileManager.default.removeItem(atPath: config) }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = ["serve", "--config", config]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        let (process, line, output) = try serve(executable, config: config)
+        defer { withExtendedLifetime(output) {} }
 
         // The ready line names the port that was bound.
-        let line = readLine(from: output.fileHandleForReading)
         let prefix = "tessera: listening on http://127.0.0.1:"
         #expect(line.hasPrefix(prefix))
         let port = try #require(UInt16(line.dropFirst(prefix.count)))
@@ -74,17 +69,12 @@ import Transport
         try Data(certificate.privateKeyPEM.utf8).write(to: URL(fileURLWithPath: keyPath))
         let config = writeConfig(#"{"http": {"listen": "127.0.0.1:0", "tls": {"certificate": "\#(certificatePath)", "key": "\#(keyPath)"}}, "media": {"listen": "127.0.0.1:0"}}"#)
         defer { try? FileManager.default.removeItem(atPath: config) }
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = ["serve", "--config", config]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        let (process, line, output) = try serve(executable, config: config)
+        defer { withExtendedLifetime(output) {} }
         defer {
             process.terminate()
             process.waitUntilExit()
         }
-        let line = readLine(from: output.fileHandleForReading)
         let prefix = "tessera: listening on https://127.0.0.1:"
         #expect(line.hasPrefix(prefix), "\(line)")
         let port = try #require(UInt16(line.dropFirst(prefix.count)))
@@ -104,6 +94,18 @@ import Transport
         let page = try curl("https://127.0.0.1:\(port)/")
         #expect(page.body.contains("<html"))
         #expect(try curl("http://127.0.0.1:\(port)/v1/rooms").body.isEmpty, "no answer in plain HTTP")
+    }
+
+    /// Starts `tessera serve --config config` and reads its first line (the ready line). Keep
+    /// `output` while the host runs: its read end closing would break the host's next write.
+    private func serve(_ executable: URL, config: String) throws -> (process: Process, line: String, output: Pipe) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["serve", "--config", config]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        return (process, readLine(from: output.fileHandleForReading), output)
     }
 
     private func readLine(from handle: FileHandle) -> String {
