@@ -11,7 +11,8 @@ public enum TimeStretch {
     public static let window = 240
     /// How alike the two windows must be (normalized cross-correlation) for a cut in sound.
     static let alike = 0.9
-    /// Under this RMS (about -50 dBov) the audio is quiet and the longest cut is taken.
+    /// Under this RMS (about -50 dBov) the audio is quiet, and where it is quiet through the
+    /// longest cut and its window, that cut is taken.
     static let quietRMS = 100.0
 
     /// Takes one cut from the start of `pcm` (interleaved, `channels` per frame) when it repeats
@@ -32,9 +33,13 @@ public enum TimeStretch {
         let head = mono[0..<window]
         let headEnergy = head.reduce(0) { $0 + $1 * $1 }
         let cut: Int
-        if (headEnergy / Double(window)).squareRoot() < quietRMS {
+        let span = mono[0..<(longest + window)]
+        if (span.reduce(0) { $0 + $1 * $1 } / Double(span.count)).squareRoot() < quietRMS {
+            // Quiet through the cut and the window after it (a sound starting within it would
+            // be pulled earlier and faded in: a click).
             cut = longest
         } else {
+            guard headEnergy > 0 else { return 0 }
             var best = (lag: 0, score: alike)
             for lag in shortestCut...longest {
                 var cross = 0.0, energy = 0.0

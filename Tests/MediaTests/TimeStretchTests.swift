@@ -24,6 +24,14 @@ import WireTesting
         #expect(TimeStretch.shorten(&pcm, channels: 1) == TimeStretch.longestCut)
     }
 
+    /// Silence just before a sound starts is not cut: the sound would start early with a fade.
+    @Test func aSoundStartingWithinTheCutIsNotPulledEarlier() {
+        var pcm = [Int16](repeating: 0, count: 500) + sine(300, count: 1420)
+        let before = pcm
+        #expect(TimeStretch.shorten(&pcm, channels: 1) == 0)
+        #expect(pcm == before)
+    }
+
     /// Loud noise repeats nowhere: cutting would be heard, so nothing is cut.
     @Test func loudNoiseIsLeftAlone() {
         var generator = SeededGenerator(seed: 3)
