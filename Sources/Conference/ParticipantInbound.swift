@@ -156,15 +156,16 @@ public final class ParticipantInbound {
     public var keyFrameRequestsSent: Int { receiver.keyFrameRequestsSent }
 
     /// Shows the camera pictures whose audio plays now (lip sync, `CameraSync`): call before
-    /// each composite is drawn.
-    public func releaseCamera(now: Instant) {
+    /// each composite is drawn, `drawInterval` apart.
+    public func releaseCamera(now: Instant, drawInterval: Duration) {
         var clocks: (audio: SenderClock, video: SenderClock)?
         if let audioSection, let microphoneSSRC = inbound[audioSection].mediaSSRC, let cameraSSRC,
            let audio = receiver.senderClock(of: microphoneSSRC),
            let video = receiver.senderClock(of: cameraSSRC) {
             clocks = (audio, video)
         }
-        for picture in cameraSync.release(now: now, audio: audioReceiver?.playout, clocks: clocks) { cameraTrack.push(picture, now: now) }
+        for picture in cameraSync.release(now: now, drawInterval: drawInterval, audio: audioReceiver?.playout, clocks: clocks) { cameraTrack.push(picture, now: now) }
+        audioReceiver?.lipSyncDelay = cameraSync.audioDelay
     }
 
     /// Holds decoded camera pictures for lip sync and turns the receiver's key frame needs into PLI.

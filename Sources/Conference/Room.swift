@@ -385,7 +385,7 @@ public final class Room {
     private func videoTick(deadline: Instant, now: Instant) {
         for participant in participants {
             participant.inbound.abandonStalledVideo(now: now)
-            participant.inbound.releaseCamera(now: deadline)
+            participant.inbound.releaseCamera(now: deadline, drawInterval: compositor.tickInterval)
         }
         let receivers = participants.filter(\.receivesVideoNow)
         if !receivers.isEmpty || mixTrack != nil {

@@ -62,9 +62,10 @@ final class LoadParticipant {
         var slotFailures: [String] = []
         var audioLatencies: [(at: Double, milliseconds: Double)] = []
         var videoLatencies: [(at: Double, milliseconds: Double)] = []
-        /// Lip sync as a receiver that plays by the host's sender reports sees it: for each new
-        /// camera frame of a speaker in the composite, its delay from send to the host's output
-        /// clock, less that of the speaker's last tone onset in the mix (positive: lips late).
+        /// Lip sync as a receiver that plays by the host's sender reports sees it: for each tone
+        /// onset, the speaker's camera frame captured with it (within half a frame) shown in the
+        /// composite against the onset heard in the mix, both on the host's clock through its
+        /// sender reports (positive: lips late).
         var avOffsetMilliseconds: [Double] = []
     }
 
@@ -102,11 +103,14 @@ final class LoadParticipant {
     private var hostVideoRTX: RTXConfiguration?
     /// The mix in sequence order, as a player's jitter buffer plays it.
     private var mixReorder = MixReorder()
-    /// Per speaker: the delay of its last tone onset from send to the host's mix clock
-    /// (seconds, through the host's audio SR), and the last frame code seen in its tile.
-    private var onsetDelay: [Int: (seconds: Double, heardAt: Instant)] = [:]
     /// Per speaker: the send time of the last onset timed.
     private var timedOnset: [Int: Instant] = [:]
+    /// Per speaker, for lip sync: its last tone onset (its capture in NTP seconds, and its delay
+    /// to the host's mix clock through the host's audio SR) until a frame is measured against
+    /// it; its last camera frames shown (capture, and delay to the host's composite clock); and
+    /// the last frame code seen in its tile.
+    private var lipSyncOnset: [Int: (captured: Double, delay: Double)] = [:]
+    private var shownFrames: [Int: [(captured: Double, delay: Double)]] = [:]
     private var lastCodeSeen: [Int: Int] = [:]
     /// When its transport or receive side next needs the time.
     private lazy var timer: DeadlineTimer = {
@@ -122,6 +126,8 @@ final class LoadParticipant {
     private var connectedAt: Instant?
     /// The stream of mix packets so far (its last two), decoded in `model.mixDecoding`.
     private var mixStream: SharedMixDecoding.Key?
+    /// The last mix packet's timestamp and sound: an onset may start in it.
+    private var previousMix: (timestamp: UInt32, samples: [Int16])?
     private var videoReceiver: VideoReceiver?
     private var keyFramesSeen = 0
     private var lastFrameTimestamp: UInt32?
@@ -139,12 +145,11 @@ final class LoadParticipant {
     private var videoSender: VideoSender?
     private var videoTimestamp = UInt32.random(in: 0...UInt32.max)
     private var loopFrame = 0
-    /// Sent video packets for the host's NACKs (Streams' history, the host's own: the last 512).
-    private var history: RetransmissionBuffer = {
-        var configuration = RetransmissionBuffer.Configuration()
-        configuration.capacity = 512
-        return RetransmissionBuffer(configuration: configuration)
-    }()
+    /// What it sends, as a browser keeps it: the sender reports' NTP↔RTP mapping of each
+    /// stream (the host lines a guest's camera up with its voice by them), and the camera's last
+    /// 512 packets for the host's NACKs.
+    private var audioStream: RTPSendStream?
+    private var videoStream: RTPSendStream?
 
     init(index: Int, model: LoadRoomModel, loop: EventLoop, http: HostHTTPClient, certificate: DTLSCertificate,
          dtlsContext: DTLSContext, toneLoop: ToneLoop?, silence: [UInt8], pictureLoop: PictureLoop?) {
@@ -244,7 +249,13 @@ final class LoadParticipant {
         // The host's NACKs about our camera are answered on our RTX stream when it took it.
         let videoAnswer = answer.description.media.first { $0.mid == "1" }
         let acceptsRTX = videoAnswer?.rtpMaps.contains { $0.encodingName.lowercased() == "rtx" } ?? false
-        history.rtx = acceptsRTX ? RTXConfiguration(ssrc: SSRC(videoRTXSSRC), payloadType: PayloadType(97), associatedPayloadType: PayloadType(96)) : nil
+        let rtx = acceptsRTX ? RTXConfiguration(ssrc: SSRC(videoRTXSSRC), payloadType: PayloadType(97), associatedPayloadType: PayloadType(96)) : nil
+        var audioConfiguration = RTPSendStream.Configuration(ssrc: SSRC(audioSSRC), clockRate: 48_000)
+        audioConfiguration.retransmission.capacity = 1  // the mix is not resent: only the reports' counts
+        audioStream = RTPSendStream(configuration: audioConfiguration, clock: model.wallClock)
+        var videoConfiguration = RTPSendStream.Configuration(ssrc: SSRC(videoSSRC), clockRate: 90_000, rtx: rtx)
+        videoConfiguration.retransmission.capacity = 512
+        videoStream = RTPSendStream(configuration: videoConfiguration, clock: model.wallClock, firstRTXSequenceNumber: .random(in: 0...UInt16.max))
         self.receiver = receiver
         if decodes {
             do {
@@ -300,6 +311,11 @@ final class LoadParticipant {
         connectedAt = nil
         videoReceiver = nil
         mixStream = nil
+        previousMix = nil
+        lipSyncOnset = [:]
+        shownFrames = [:]
+        audioStream = nil
+        videoStream = nil
         lastFrameArrival = nil
         lastFrameTimestamp = nil
         state = .absent
@@ -376,7 +392,10 @@ final class LoadParticipant {
         }
         guard self.transport != nil else { return }
         if var receiver {
-            for compound in receiver.pollRTCP(now: now) { _ = transport.sendRTCP(compound) }
+            let streams = [audioStream, videoStream]
+            for compound in receiver.pollRTCP(now: now, senderReports: { now in streams.compactMap { $0?.makeSenderReport(now: now) } }) {
+                _ = transport.sendRTCP(compound)
+            }
             results.nacksSent = receiver.nacksSent
             results.keyFrameRequestsSent = receiver.keyFrameRequestsSent
             self.receiver = receiver
@@ -417,34 +436,41 @@ final class LoadParticipant {
         return bytes
     }
 
-    /// One 20 ms audio packet: the tone loop's next (timing its onsets), or silence.
-    func sendAudio(now: Instant) {
+    /// One 20 ms audio packet: the tone loop's next (timing its onsets), or silence. `capturedAt`
+    /// is the tick's deadline, the instant its sound stands for (the sender reports map its
+    /// timestamp there, and onsets are timed from it), however late the loop sends it.
+    func sendAudio(now: Instant, capturedAt: Instant) {
         guard state == .connected else { return }
         for packet in mixReorder.release(now: now) { heard(packet, now: now) }  // a gap waited long enough
         let payload: [UInt8], level: AudioLevel
         if let toneLoop {
             let position = audioCount % ToneLoop.packetsPerLoop
             (payload, level) = (toneLoop.packets[position], toneLoop.levels[position])
-            if position == ToneLoop.onsetPacket { model.toneOnsetSent(by: index, at: now) }
+            if position == ToneLoop.onsetPacket { model.toneOnsetSent(by: index, at: capturedAt) }
         } else {
             (payload, level) = (silence, ToneLoop.silentLevel)
         }
         audioCount += 1
-        _ = send(RTPPacket(payloadType: PayloadType(111), sequenceNumber: audioSequence, timestamp: audioTimestamp,
-                           ssrc: SSRC(audioSSRC), payload: payload[...]), mid: "0", level: level)
+        if let bytes = send(RTPPacket(payloadType: PayloadType(111), sequenceNumber: audioSequence, timestamp: audioTimestamp,
+                                      ssrc: SSRC(audioSSRC), payload: payload[...]), mid: "0", level: level) {
+            audioStream?.packetSent(bytes: bytes, timestamp: audioTimestamp, payloadSize: payload.count, now: now, captureTime: capturedAt)
+        }
         audioSequence &+= 1
         audioTimestamp &+= UInt32(AudioFrame.samplesPer20ms)
         flush()
     }
 
-    /// One picture: the loop's next frame, with its send time kept for the latency.
-    func sendVideo(now: Instant) {
+    /// One picture: the loop's next frame, with its capture instant (the tick's deadline) kept
+    /// for the latency.
+    func sendVideo(now: Instant, capturedAt: Instant) {
         guard state == .connected, let pictureLoop, var sender = videoSender, let format = model.options.video else { return }
         var frame = pictureLoop.frames[loopFrame]
         frame.rtpTimestamp = videoTimestamp
-        model.pictureSends[index][loopFrame] = now
+        model.pictureSends[index][loopFrame] = capturedAt
         for packet in sender.packetize(frame) {
-            if let bytes = send(packet, mid: "1") { history.packetSent(bytes, now: now) }
+            if let bytes = send(packet, mid: "1") {
+                videoStream?.packetSent(bytes: bytes, timestamp: packet.timestamp, payloadSize: packet.payload.count, now: now, captureTime: capturedAt)
+            }
         }
         videoSender = sender
         loopFrame = (loopFrame + 1) % pictureLoop.frames.count
@@ -456,12 +482,12 @@ final class LoadParticipant {
         guard let packets = try? RTCPPacket.parseCompound(bytes) else { return }
         let now = self.now
         receiver?.receiveRTCP(packets, now: now)
+        _ = audioStream?.receivedRTCP(packets, now: now)
+        for bytes in videoStream?.receivedRTCP(packets, now: now) ?? [] where transport?.sendRTP(bytes) == true {
+            packetsSent += 1
+        }
         for packet in packets {
             switch packet {
-            case .nack(let nack) where nack.mediaSSRC.rawValue == videoSSRC:
-                for bytes in history.retransmissions(for: nack, now: now) where transport?.sendRTP(bytes) == true {
-                    packetsSent += 1
-                }
             case .pictureLossIndication(let pli) where pli.mediaSSRC.rawValue == videoSSRC:
                 loopFrame = 0
             case .fullIntraRequest(let fir) where fir.entries.contains(where: { $0.ssrc.rawValue == videoSSRC }):
@@ -512,6 +538,8 @@ final class LoadParticipant {
             return
         }
         mixStream = stream
+        let previous = previousMix.flatMap { $0.timestamp &+ UInt32(AudioFrame.samplesPer20ms) == packet.timestamp ? $0.samples : nil }
+        previousMix = (packet.timestamp, heard.samples)
         guard let connectedAt, now - connectedAt >= .seconds(1) else { return }  // the host's jitter buffer fills
         let level = heard.level
         for (speaker, fraction) in heard.fractions.enumerated() {
@@ -534,8 +562,14 @@ final class LoadParticipant {
                     // An onset sent into a blackout never arrived: what is heard is the tone coming back.
                     guard !model.isDark(sent) else { continue }
                     results.audioLatencies.append((runSeconds, seconds(now - sent) * 1000))
-                    if let hostAudio, let clock = receiver?.senderClock(of: hostAudio) {
-                        onsetDelay[speaker] = (clock.seconds(at: packet.timestamp) - model.ntpSeconds(at: sent), now)
+                    // Where in the packet the tone starts, to the sample, as a receiver plays it.
+                    lipSyncOnset[speaker] = nil
+                    if let hostAudio, let clock = receiver?.senderClock(of: hostAudio), let previous,
+                       let sample = ToneOnset.locate(frequency: model.speakers[speaker].frequency, previous: previous, current: heard.samples) {
+                        let captured = model.ntpSeconds(at: sent)
+                        let heardAt = clock.seconds(at: packet.timestamp) + Double(sample) / Double(AudioFrame.sampleRate)
+                        lipSyncOnset[speaker] = (captured, heardAt - captured)
+                        measureLipSync(of: speaker)
                     }
                 }
             }
@@ -563,7 +597,7 @@ final class LoadParticipant {
         }
         guard let videoReceiver else { return }
         let pictures = videoReceiver.receive(packet, now: now)
-        for (picture, timestamp) in zip(pictures, videoReceiver.lastTimestamps) { measureLipSync(picture, rtpTimestamp: timestamp, now: now) }
+        for (picture, timestamp) in zip(pictures, videoReceiver.lastTimestamps) { showLipSync(picture, rtpTimestamp: timestamp, now: now) }
         for picture in pictures {
             results.framesDecoded += 1
             if results.firstFrameMilliseconds == nil, let postedAt { results.firstFrameMilliseconds = seconds(now - postedAt) * 1000 }
@@ -582,28 +616,37 @@ final class LoadParticipant {
     }
 
     /// Each speaker's tile: when its frame code changes (a new camera frame shows), the frame's
-    /// delay from send to the host's composite clock (through the host's video SR), against
-    /// that of the speaker's last tone onset in the mix.
-    private func measureLipSync(_ picture: I420Frame, rtpTimestamp: UInt32, now: Instant) {
-        guard !onsetDelay.isEmpty, let hostVideo, let clock = receiver?.senderClock(of: hostVideo),
+    /// capture and its delay to the host's composite clock (through the host's video SR).
+    private func showLipSync(_ picture: I420Frame, rtpTimestamp: UInt32, now: Instant) {
+        guard let hostVideo, let clock = receiver?.senderClock(of: hostVideo),
               let layout = model.settledLayout(now: now), let format = model.options.video,
               picture.width == layout.canvas.width, picture.height == layout.canvas.height else { return }
         let canvas = VideoSize(width: picture.width, height: picture.height)
         // Around a blackout both streams restart: what they measure then is the restart.
-        let settling = model.blackout.map { now >= $0.lowerBound && now < $0.upperBound + .seconds(2) } ?? false
+        if let blackout = model.blackout, now >= blackout.lowerBound && now < blackout.upperBound + .seconds(2) { return }
         for position in layout.positions where position.source == .camera {
-            guard !settling, let sender = model.indexOf[position.participant], let onset = onsetDelay[sender],
-                  now - onset.heardAt < .milliseconds(1200) else { continue }
-            let audioDelay = onset.seconds
+            guard let sender = model.indexOf[position.participant], model.speakers.indices.contains(sender) else { continue }
             let placement = TilePlacement(tile: position.rect.pixels(in: canvas), source: (format.width, format.height),
                                           contentMode: position.contentMode)
             guard let code = FrameCode.read({ u, v in placement.point(u, v).map { picture.pixel(x: $0.x, y: $0.y).y } }),
                   code != lastCodeSeen[sender] else { continue }
             let isNewFrame = lastCodeSeen[sender] != nil
             lastCodeSeen[sender] = code
-            guard isNewFrame, let sent = model.pictureSentSeconds(of: sender, frame: code, seenAt: now) else { continue }
-            results.avOffsetMilliseconds.append((clock.seconds(at: rtpTimestamp) - sent - audioDelay) * 1000)
+            guard isNewFrame, let captured = model.pictureSentSeconds(of: sender, frame: code, seenAt: now) else { continue }
+            shownFrames[sender, default: []].append((captured, clock.seconds(at: rtpTimestamp) - captured))
+            if shownFrames[sender, default: []].count > 15 { shownFrames[sender]?.removeFirst() }
+            measureLipSync(of: sender)
         }
+    }
+
+    /// The A/V offset of `speaker`'s last onset, once the frame captured with it has shown
+    /// (the mix and the composite come in either order).
+    private func measureLipSync(of speaker: Int) {
+        guard let onset = lipSyncOnset[speaker], let format = model.options.video,
+              let frame = shownFrames[speaker]?.first(where: { abs($0.captured - onset.captured) <= 0.5 / Double(format.framesPerSecond) })
+        else { return }
+        lipSyncOnset[speaker] = nil
+        results.avOffsetMilliseconds.append((frame.delay - onset.delay) * 1000)
     }
 
     /// Each camera's colour in its slot, and each readable frame code's latency.

@@ -92,16 +92,16 @@ public final class LoadRun {
         for (index, participant) in participants.enumerated() {
             loop.schedule(at: start + .nanoseconds(Int64(Double(index) / options.joinRate * 1e9))) { participant.join() }
         }
-        let audio = MediaTick(loop: loop, interval: { .milliseconds(20) }, maximumLateness: .milliseconds(100)) { [unowned self] _ in
+        let audio = MediaTick(loop: loop, interval: { .milliseconds(20) }, maximumLateness: .milliseconds(100)) { [unowned self] deadline in
             let now = loop.clock.now()
-            for participant in participants { participant.sendAudio(now: now) }
+            for participant in participants { participant.sendAudio(now: now, capturedAt: deadline) }
         }
         ticks.append(audio)
         if let video = options.video {
             let interval = Duration.nanoseconds(1_000_000_000 / Int64(video.framesPerSecond))
-            ticks.append(MediaTick(loop: loop, interval: { interval }, maximumLateness: .milliseconds(200)) { [unowned self] _ in
+            ticks.append(MediaTick(loop: loop, interval: { interval }, maximumLateness: .milliseconds(200)) { [unowned self] deadline in
                 let now = loop.clock.now()
-                for participant in participants { participant.sendVideo(now: now) }
+                for participant in participants { participant.sendVideo(now: now, capturedAt: deadline) }
             })
         }
         ticks.append(MediaTick(loop: loop, interval: { .seconds(1) }, maximumLateness: .seconds(1)) { [unowned self] _ in sample() })

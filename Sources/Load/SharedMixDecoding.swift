@@ -20,10 +20,12 @@ final class SharedMixDecoding {
         let payload: [UInt8]
     }
 
-    /// What one mix packet holds: its level (dBFS) and each speaker's share of its energy.
+    /// What one mix packet holds: its level (dBFS), each speaker's share of its energy, and the
+    /// sound (where a tone starts in it is timed to the sample).
     struct Heard {
         let level: Double
         let fractions: [Double]
+        let samples: [Int16]
     }
 
     private final class Entry {
@@ -72,7 +74,7 @@ final class SharedMixDecoding {
         guard let frame = try? decoder.decode(payload) else { return nil }
         decodes += 1
         let (level, fractions) = meter.measure(frame.samples)
-        let heard = Heard(level: level, fractions: fractions)
+        let heard = Heard(level: level, fractions: fractions, samples: frame.samples)
         entries[key] = Entry(heard: heard, decoder: decoder, lastUsed: now)
         return (key, heard)
     }

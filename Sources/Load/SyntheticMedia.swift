@@ -206,3 +206,43 @@ struct ToneMeter {
         return (level, fractions)
     }
 }
+
+/// Where a tone starts within two consecutive frames of sound, to the sample: the timing of a
+/// tone onset is finer than the 20 ms frame it shows in.
+///
+/// The sound is shifted down by the tone's frequency (complex demodulation) and averaged over
+/// one period of the speakers' 150 Hz spacing, which cancels every other speaker's tone; what
+/// is left is the tone's envelope. A step's moving average crosses half its height where the
+/// step is, so the onset is the first sample where the envelope reaches half of what it is at
+/// the end of the second frame.
+enum ToneOnset {
+    /// The averaging length: one period of the 150 Hz between speakers' tones.
+    static let window = AudioFrame.sampleRate / 150
+
+    /// The onset's sample in `current`, counted from its start (negative: in `previous`); nil
+    /// when the tone is not there at the end of `current` or rises nowhere.
+    static func locate(frequency: Double, previous: [Int16], current: [Int16]) -> Int? {
+        let samples = previous + current
+        guard samples.count > 2 * window else { return nil }
+        let step = 2 * Double.pi * frequency / Double(AudioFrame.sampleRate)
+        var inPhase = [Double](repeating: 0, count: samples.count + 1)
+        var quadrature = [Double](repeating: 0, count: samples.count + 1)
+        for (n, sample) in samples.enumerated() {
+            let value = Double(sample)
+            inPhase[n + 1] = inPhase[n] + value * cos(step * Double(n))
+            quadrature[n + 1] = quadrature[n] + value * sin(step * Double(n))
+        }
+        // The envelope of the window centred on `centre`.
+        func envelope(_ centre: Int) -> Double {
+            let start = centre - window / 2, end = start + window
+            let i = inPhase[end] - inPhase[start], q = quadrature[end] - quadrature[start]
+            return (i * i + q * q).squareRoot()
+        }
+        let last = samples.count - window / 2
+        let full = envelope(last)
+        // A tone of 1 % of full scale at least: below that it is Opus's noise.
+        guard full > 0.01 * 32768 * Double(window) / 2 else { return nil }
+        guard let onset = (window / 2...last).first(where: { envelope($0) >= full / 2 }), onset > window / 2 else { return nil }
+        return onset - previous.count
+    }
+}

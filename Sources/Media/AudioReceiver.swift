@@ -41,6 +41,13 @@ public final class AudioReceiver {
     private var pending: [Int16] = []
     private var lastTick: Instant?
     private var playedTimestamp: UInt32?
+    /// How much longer than its jitter needs this voice waits, so that it is heard with its
+    /// speaker's lips (lip sync sets it when the camera's path is the slower; at most
+    /// `maximumLipSyncDelay`). Reached and left a pitch period at a time (`TimeStretch`).
+    public var lipSyncDelay: Duration = .zero
+    public static let maximumLipSyncDelay: Duration = .milliseconds(150)
+    /// The part of `pending` that is the lip-sync delay, in samples per channel.
+    public private(set) var lipSyncSamples = 0
 
     /// A receiver decoding to `channels` (1 or 2).
     public init(channels: Int = 1, configuration: AudioJitterBuffer.Configuration = .init()) throws(OpusCodecError) {
@@ -58,7 +65,7 @@ public final class AudioReceiver {
     /// Where the playout is; nil while nothing plays.
     public var playout: AudioPlayout? {
         guard let timestamp = playedTimestamp, let at = lastTick else { return nil }
-        return AudioPlayout(timestamp: timestamp, at: at, depth: heldDuration)
+        return AudioPlayout(timestamp: timestamp, at: at, depth: heldDuration + duration(ofSamples: lipSyncSamples))
     }
 
     /// The audio for the tick at `now` (20 ms with the default configuration), stamped `now`.
@@ -69,11 +76,14 @@ public final class AudioReceiver {
         lastTick = now
         let tick = samplesPerTick
         if buffer.cursorTimestamp != nil { judgeSpareDelay() } else { spare = SpareDelay() }
-        // Shortening looks ahead by up to a cut and a cross-fade: only into audio that is here,
-        // never into audio an underrun would have to conceal.
-        let lookahead = tick + TimeStretch.longestCut + TimeStretch.window
-        let shorten = spare.budget >= TimeStretch.shortestCut && heldDuration >= duration(ofSamples: lookahead)
-        let wanted = shorten ? lookahead : tick
+        // Lip sync stretches the audio already here (the tick about to play and the delay). Taking
+        // out spare delay looks ahead by up to a cut and a cross-fade: only into audio that is
+        // here, never into audio an underrun would have to conceal.
+        let lipSync = samples(of: min(max(lipSyncDelay, .zero), Self.maximumLipSyncDelay)) - lipSyncSamples
+        let lookahead = tick + lipSyncSamples + TimeStretch.longestCut + TimeStretch.window
+        let spareCut = abs(lipSync) < TimeStretch.shortestCut && spare.budget >= TimeStretch.shortestCut
+            && buffer.statistics.currentDepth + duration(ofSamples: pending.count / channels) >= duration(ofSamples: lookahead)
+        let wanted = spareCut ? lookahead : tick + lipSyncSamples
         var playing = true
         while pending.count < wanted * channels {
             guard let piece = next(now: now, wanting: wanted - pending.count / channels) else {
@@ -83,7 +93,11 @@ public final class AudioReceiver {
             // Usually one packet makes one tick: take its array as it is, without copying.
             if pending.isEmpty { pending = piece } else { pending += piece }
         }
-        if shorten && playing {
+        if playing && lipSync >= TimeStretch.shortestCut {
+            lipSyncSamples += TimeStretch.lengthen(&pending, channels: channels, atMost: lipSync)
+        } else if playing && -lipSync >= TimeStretch.shortestCut {
+            lipSyncSamples -= TimeStretch.shorten(&pending, channels: channels, atMost: -lipSync)
+        } else if playing && spareCut {
             let cut = TimeStretch.shorten(&pending, channels: channels, atMost: spare.budget)
             spare.budget -= cut
             shortenedSamples += cut
@@ -97,6 +111,8 @@ public final class AudioReceiver {
             samples = Array(pending[..<(tick * channels)])
             pending.removeFirst(tick * channels)
         }
+        // A stall plays out what was pending, the delay with it.
+        lipSyncSamples = min(lipSyncSamples, pending.count / channels)
         playedTimestamp = buffer.cursorTimestamp.map { $0 &- UInt32(truncatingIfNeeded: clockUnits(pending.count / channels + tick)) }
         return AudioFrame(channels: channels, samples: samples, timestamp: now)
     }
@@ -168,8 +184,11 @@ public final class AudioReceiver {
         lastWasSkipped = false
     }
 
-    /// The audio held: in the buffer, and decoded but not played.
-    private var heldDuration: Duration { buffer.statistics.currentDepth + duration(ofSamples: pending.count / channels) }
+    /// The audio held for jitter: in the buffer, and decoded but not played, less the lip-sync delay.
+    private var heldDuration: Duration {
+        buffer.statistics.currentDepth + duration(ofSamples: pending.count / channels - lipSyncSamples)
+    }
+    private func samples(of duration: Duration) -> Int { Int(duration.seconds * Double(AudioFrame.sampleRate)) }
     private var samplesPerTick: Int { Int(Int64(buffer.configuration.frameDuration.seconds * Double(AudioFrame.sampleRate))) }
     /// The buffer's RTP clock units as 48 kHz samples, and back (one and the same for Opus, RFC 7587 §4.1).
     private func samples(fromClock units: Int) -> Int { units * AudioFrame.sampleRate / buffer.configuration.clockRate }

@@ -99,6 +99,16 @@ public final class OpusEncoder {
 
     deinit { opus_encoder_destroy(encoder) }
 
+    /// How far what a decoder plays lags the sound encoded, in samples at 48 kHz: libopus's
+    /// look-ahead (2.5 ms) and delay compensation (4 ms) in its VOIP and audio applications.
+    public static let voiceLookahead = 312
+
+    /// This encoder's look-ahead in samples at 48 kHz (`OPUS_GET_LOOKAHEAD`).
+    public var lookahead: Int {
+        var samples: Int32 = 0
+        return tessera_opus_get_lookahead(encoder, &samples) == OPUS_OK ? Int(samples) : Self.voiceLookahead
+    }
+
     /// Changes the bit rate, complexity, FEC, expected loss or DTX while running (the channel
     /// count and application are fixed at creation).
     public func reconfigure(_ next: Configuration) throws(OpusCodecError) {

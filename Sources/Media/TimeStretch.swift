@@ -1,9 +1,10 @@
-/// Playing faster without being heard, to bring a jitter buffer's delay down: instead of
-/// dropping a packet (a click and 20 ms of speech gone), take out one pitch period where the
-/// audio repeats itself, or a stretch where it is quiet. This is WSOLA, as WebRTC's NetEq
-/// "accelerate" does it: find the lag L (2.5–15 ms, the pitch periods of voices) at which the
-/// start of the audio best matches itself L later, cross-fade the two over a 5 ms window, and
-/// drop the L samples between.
+/// Playing faster or slower without being heard. Faster brings a jitter buffer's delay down:
+/// instead of dropping a packet (a click and 20 ms of speech gone), take out one pitch period
+/// where the audio repeats itself, or a stretch where it is quiet. This is WSOLA, as WebRTC's
+/// NetEq "accelerate" does it: find the lag L (2.5–15 ms, the pitch periods of voices) at which
+/// the start of the audio best matches itself L later, cross-fade the two over a 5 ms window,
+/// and drop the L samples between. Slower (NetEq's "preemptive expand") plays one period twice,
+/// to delay a voice for lip sync.
 public enum TimeStretch {
     /// The shortest and the longest cut, in samples per channel at 48 kHz.
     public static let shortestCut = 120, longestCut = 720
@@ -20,41 +21,8 @@ public enum TimeStretch {
     /// channel taken out (0: none, the audio did not allow it or is shorter than
     /// `longestCut + window`).
     public static func shorten(_ pcm: inout [Int16], channels: Int, atMost: Int = longestCut) -> Int {
-        let frames = pcm.count / channels
-        let longest = min(longestCut, atMost)
-        guard channels > 0, longest >= shortestCut, frames >= longestCut + window else { return 0 }
-        // Correlate the channels' mean.
-        var mono = [Double](repeating: 0, count: longestCut + window)
-        for frame in mono.indices {
-            var sum = 0.0
-            for channel in 0..<channels { sum += Double(pcm[frame * channels + channel]) }
-            mono[frame] = sum / Double(channels)
-        }
-        let head = mono[0..<window]
-        let headEnergy = head.reduce(0) { $0 + $1 * $1 }
-        let cut: Int
-        let span = mono[0..<(longest + window)]
-        if (span.reduce(0) { $0 + $1 * $1 } / Double(span.count)).squareRoot() < quietRMS {
-            // Quiet through the cut and the window after it (a sound starting within it would
-            // be pulled earlier and faded in: a click).
-            cut = longest
-        } else {
-            guard headEnergy > 0 else { return 0 }
-            var best = (lag: 0, score: alike)
-            for lag in shortestCut...longest {
-                var cross = 0.0, energy = 0.0
-                for index in 0..<window {
-                    let later = mono[lag + index]
-                    cross += head[index] * later
-                    energy += later * later
-                }
-                guard energy > 0 else { continue }
-                let score = cross / (headEnergy * energy).squareRoot()
-                if score > best.score { best = (lag, score) }
-            }
-            guard best.lag > 0 else { return 0 }
-            cut = best.lag
-        }
+        guard let (mono, longest) = prepare(pcm, channels: channels, atMost: atMost) else { return 0 }
+        guard let cut = isQuiet(mono, through: longest + window) ? longest : period(of: mono, atMost: longest) else { return 0 }
         // Fade the start out while the audio `cut` later fades in; what follows that window goes on.
         for frame in 0..<window {
             let rising = Double(frame) / Double(window)
@@ -65,5 +33,72 @@ public enum TimeStretch {
         }
         pcm.removeSubrange((window * channels)..<((window + cut) * channels))
         return cut
+    }
+
+    /// Playing slower without being heard (NetEq's "preemptive expand"), to raise the delay:
+    /// repeats one pitch period at the start of `pcm`, or puts quiet into a quiet stretch, of at
+    /// most `atMost` samples per channel; returns the samples per channel added (0: none).
+    public static func lengthen(_ pcm: inout [Int16], channels: Int, atMost: Int = longestCut) -> Int {
+        guard let (mono, longest) = prepare(pcm, channels: channels, atMost: atMost) else { return 0 }
+        if isQuiet(mono, through: longest + window) {
+            pcm.insert(contentsOf: [Int16](repeating: 0, count: longest * channels), at: 0)
+            return longest
+        }
+        guard let lag = period(of: mono, atMost: longest) else { return 0 }
+        // The first `lag` samples play, then the audio fades from going on (at `lag`) to
+        // starting over (at 0); from the window's end the start plays again: one period more.
+        var repeated = Array(pcm[0..<(lag * channels)])
+        repeated.reserveCapacity((lag + window) * channels)
+        for frame in 0..<window {
+            let rising = Double(frame) / Double(window)
+            for channel in 0..<channels {
+                let on = Double(pcm[(frame + lag) * channels + channel]), over = Double(pcm[frame * channels + channel])
+                repeated.append(Int16(clamping: Int((on * (1 - rising) + over * rising).rounded())))
+            }
+        }
+        pcm.replaceSubrange(0..<(window * channels), with: repeated)
+        return lag
+    }
+
+    /// The channels' mean over the longest cut and a window, and the longest change allowed;
+    /// nil when `pcm` is too short or `atMost` under the shortest cut.
+    private static func prepare(_ pcm: [Int16], channels: Int, atMost: Int) -> (mono: [Double], longest: Int)? {
+        guard channels > 0 else { return nil }
+        let longest = min(longestCut, atMost)
+        guard longest >= shortestCut, pcm.count / channels >= longestCut + window else { return nil }
+        var mono = [Double](repeating: 0, count: longestCut + window)
+        for frame in mono.indices {
+            var sum = 0.0
+            for channel in 0..<channels { sum += Double(pcm[frame * channels + channel]) }
+            mono[frame] = sum / Double(channels)
+        }
+        return (mono, longest)
+    }
+
+    /// Quiet through the first `count` samples: a change there would not be heard (a sound
+    /// starting within them would be pulled earlier, or later, and faded in: a click).
+    private static func isQuiet(_ mono: [Double], through count: Int) -> Bool {
+        (mono[0..<count].reduce(0) { $0 + $1 * $1 } / Double(count)).squareRoot() < quietRMS
+    }
+
+    /// The lag (`shortestCut`…`longest`) at which the start of the audio best matches itself
+    /// later, when it matches well enough (`alike`): its pitch period, or a multiple.
+    private static func period(of mono: [Double], atMost longest: Int) -> Int? {
+        let head = mono[0..<window]
+        let headEnergy = head.reduce(0) { $0 + $1 * $1 }
+        guard headEnergy > 0 else { return nil }
+        var best = (lag: 0, score: alike)
+        for lag in shortestCut...longest {
+            var cross = 0.0, energy = 0.0
+            for index in 0..<window {
+                let later = mono[lag + index]
+                cross += head[index] * later
+                energy += later * later
+            }
+            guard energy > 0 else { continue }
+            let score = cross / (headEnergy * energy).squareRoot()
+            if score > best.score { best = (lag, score) }
+        }
+        return best.lag > 0 ? best.lag : nil
     }
 }

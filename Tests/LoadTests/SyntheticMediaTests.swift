@@ -127,3 +127,47 @@ import WireTesting
         #expect(placement.point(0.5, 0.999).map { $0.y } == 539)
     }
 }
+
+@Suite struct ToneOnsetTests {
+    static let frequencies = (0..<4).map { SyntheticSignal.toneFrequency(index: $0) }
+
+    /// Two frames in which `frequencies[1]` starts at `onset` (counted in the second frame)
+    /// while the others sound throughout.
+    static func frames(onset: Int) -> [Int16] {
+        (0..<(2 * AudioFrame.samplesPer20ms)).map { n in
+            var value = 0.0
+            for (index, frequency) in frequencies.enumerated() where index != 1 || n >= onset + AudioFrame.samplesPer20ms {
+                value += 4000 * sin(2 * Double.pi * frequency * Double(n) / 48_000)
+            }
+            return Int16(value)
+        }
+    }
+
+    @Test(arguments: [-300, -20, 0, 17, 480, 700])
+    func findsTheOnsetToTheSampleAmongOtherTones(onset: Int) throws {
+        let samples = Self.frames(onset: onset)
+        let found = try #require(ToneOnset.locate(frequency: Self.frequencies[1], previous: Array(samples[..<960]),
+                                                  current: Array(samples[960...])))
+        // Within a millisecond: what is left of the tone's image at twice its frequency ripples the envelope.
+        #expect(abs(found - onset) <= 48, "found \(found) for \(onset)")
+    }
+
+    @Test func findsItThroughOpusLessTheCodecsDelay() throws {
+        let encoder = try OpusEncoder(.init(channels: 1, bitrate: 32_000, complexity: 5))
+        let decoder = try OpusDecoder(channels: 1)
+        var decoded: [Int16] = []
+        // The tone starts at sample 1300 of the whole: frame 1, sample 340.
+        let whole = (0..<(4 * 960)).map { n in n < 1300 ? Int16(0) : Int16(6000 * sin(2 * Double.pi * Self.frequencies[2] * Double(n) / 48_000)) }
+        for frame in 0..<4 { decoded += try decoder.decode(encoder.encode(AudioFrame(samples: Array(whole[(frame * 960)..<((frame + 1) * 960)])))).samples }
+        let found = try #require(ToneOnset.locate(frequency: Self.frequencies[2], previous: Array(decoded[960..<1920]),
+                                                  current: Array(decoded[1920..<2880])))
+        // Opus delays what it decodes by its look-ahead (312 samples at 48 kHz).
+        #expect(abs(found - (340 - 960 + 312)) <= 24, "found \(found)")
+    }
+
+    @Test func aFrameWithoutTheToneHasNoOnset() {
+        let samples = Self.frames(onset: 2000)
+        #expect(ToneOnset.locate(frequency: Self.frequencies[1], previous: Array(samples[..<960]), current: Array(samples[960...])) == nil)
+        #expect(ToneOnset.locate(frequency: 400, previous: [], current: []) == nil)
+    }
+}

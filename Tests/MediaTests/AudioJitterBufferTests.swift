@@ -219,6 +219,31 @@ func play(_ arrivals: [Arrival], buffer: inout AudioJitterBuffer, firstSequence:
         #expect(tonePower(heard, frequency: 440) > 200 * tonePower(heard, frequency: 1000), "no clicks: the tone stays clean")
     }
 
+    /// Lip sync asks a voice to wait longer: the receiver reaches that delay by playing whole
+    /// periods twice, and leaves it by cutting them, the tone clean throughout and no packet lost.
+    @Test func aLipSyncDelayIsReachedAndLeftWithoutAGap() throws {
+        let encoder = try OpusEncoder(.init(channels: 1, bitrate: 32_000))
+        let receiver = try AudioReceiver(channels: 1)
+        var frames: [AudioFrame] = []
+        var lags: [Int] = []
+        for index in 0..<150 {
+            let payload = try encoder.encode(AudioFrame(samples: tone(440, frame: index)))
+            receiver.receive(payload: payload, sequenceNumber: UInt16(index), timestamp: UInt32(index * 960),
+                             arrival: .milliseconds(UInt64(20 * index + 5)))
+            if index == 40 { receiver.lipSyncDelay = .milliseconds(40) }
+            if index == 100 { receiver.lipSyncDelay = .zero }
+            frames.append(receiver.tick(now: .milliseconds(UInt64(20 * index + 10))))
+            // How far the playout is behind what has arrived, in ms.
+            lags.append((index * 960 - Int(try #require(receiver.playout).timestamp)) / 48)
+        }
+        // Within a few ms: the tone's periods (2.3 ms) come in pairs at least (2.5 ms is the shortest cut).
+        #expect(abs(lags[95] - lags[35] - 40) <= 5, "40 ms later: \(lags[35]) → \(lags[95])")
+        #expect(abs(lags[149] - lags[35]) <= 5, "and back: \(lags[149])")
+        #expect(receiver.buffer.statistics.played == 150 && receiver.buffer.statistics.concealed == 0, "\(receiver.buffer.statistics)")
+        let heard = frames.dropFirst(10).flatMap(\.samples)
+        #expect(tonePower(heard, frequency: 440) > 200 * tonePower(heard, frequency: 1000), "no clicks: the tone stays clean")
+    }
+
     /// A hostile or broken sender (random bytes, sequence numbers and timestamps, clock jumps,
     /// TOCs of every length) never traps the receiver, and every tick is still one tick of audio.
     @Test func aHostileStreamStillGivesOneTickOfAudioPerTick() throws {

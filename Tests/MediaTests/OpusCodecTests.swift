@@ -37,6 +37,15 @@ func energy(_ samples: [Int16]) -> Double { samples.reduce(0) { $0 + Double($1) 
         }
     }
 
+    /// Lip sync counts on this look-ahead in every encoder, the host's and browsers'.
+    @Test func theVoiceAndAudioApplicationsLookAheadBy312Samples() throws {
+        for application in [OpusEncoder.Application.voip, .audio] {
+            var configuration = OpusEncoder.Configuration(channels: 1, bitrate: 32_000)
+            configuration.application = application
+            #expect(try OpusEncoder(configuration).lookahead == OpusEncoder.voiceLookahead)
+        }
+    }
+
     @Test func stereoKeepsEachChannelsTone() throws {
         // At 64 kbit/s libopus 1.3 narrows the stereo image (measured: each tone only 6x the
         // other in the wrong channel); at 128 kbit/s the channels stay apart (over 10^5).

@@ -51,4 +51,23 @@ import WireTesting
         var short = sine(200, count: TimeStretch.longestCut + TimeStretch.window - 1)
         #expect(TimeStretch.shorten(&short, channels: 1) == 0)
     }
+
+    /// Slower: a periodic sound gains whole periods and stays the same sine, sample by sample;
+    /// quiet gains quiet; noise that repeats nowhere is left alone.
+    @Test func lengtheningRepeatsWholePeriodsOrAddsQuiet() {
+        var pcm = sine(200, count: 1920)
+        let added = TimeStretch.lengthen(&pcm, channels: 1, atMost: 500)
+        #expect(added > 0 && added <= 500 && (added % 240 <= 2 || added % 240 >= 238), "whole periods: \(added)")
+        #expect(pcm.count == 1920 + added)
+        let reference = sine(200, count: pcm.count)
+        #expect(zip(pcm, reference).allSatisfy { abs(Int($0) - Int($1)) < 300 })
+
+        var quiet = sine(300, count: 1920, amplitude: 20)
+        #expect(TimeStretch.lengthen(&quiet, channels: 1, atMost: 300) == 300 && quiet.count == 2220)
+
+        var generator = SeededGenerator(seed: 5)
+        var noise = (0..<1920).map { _ in Int16.random(in: -8000...8000, using: &generator) }
+        let before = noise
+        #expect(TimeStretch.lengthen(&noise, channels: 1) == 0 && noise == before)
+    }
 }
