@@ -52,7 +52,7 @@ run_load() {
 
 # 1. A sound host: 10 participants, 15 s, audio and video, every check passes and the report says so.
 if start_host sound 50210 '[]'; then
-    run_load sound --room sound --participants 10 --duration 15s --video 640x360@30 --speakers 3
+    run_load sound --room sound --participants 10 --duration 15s --video 640x360@30 --speakers 3 --record "$WORK/recordings"
     stop_host
     if [ "$RC" -eq 0 ] && grep -q '<svg' "$WORK/sound-report.html" && python3 -c \
         'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["passed"] else 1)' "$WORK/sound-report.json"; then

@@ -3,7 +3,8 @@
 # loopback-only network namespace) with 6 participants (3 speaking, 640x360@30 cameras, a
 # 1280x720@30 composite) for 20 s at each loss (0, 2, 5, 10, 20 %) and jitter (0, 50, 100 ms)
 # both ways, each participant's network its own and seeded, with a 2 s blackout at 12 s. Each
-# cell is one run against a fresh host; prints a Markdown table of its figures.
+# cell is one run against a fresh host, recorded (the file's lip sync is read back); prints a
+# Markdown table of its figures.
 #   scripts/network-table.sh [LOSSES] [JITTERS]      e.g. scripts/network-table.sh "0 5" "0 50"
 # Environment: NETWORK_DIR (/tmp/tessera-network), PARTICIPANTS (6), SECONDS_PER_RUN (20).
 set -euo pipefail
@@ -23,15 +24,15 @@ JITTERS=${2:-"0 50 100"}
 mkdir -p "$WORK"
 trap stop_host EXIT
 
-echo "| loss | jitter | checks | freezes (longest) | mix concealed | audio latency p50 / p95 | video latency p50 / p95 | A/V offset p50 / p95 | NACKs / resent | key frames per receiver | back after a 2 s blackout: mix / composite |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| loss | jitter | checks | freezes (longest) | mix concealed | audio latency p50 / p95 | video latency p50 / p95 | A/V offset p50 / p95 | in the recording | NACKs / resent | key frames per receiver | back after a 2 s blackout: mix / composite |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for loss in $LOSSES; do
     for jitter in $JITTERS; do
         name="loss${loss}-jitter${jitter}"
         start_host "$WORK"
         set +e
         timeout -k 5 120 "$TESSERA" load --url "$BASE" --quiet --participants "$PARTICIPANTS" --duration "${SECONDS_PER_RUN}s" \
-            --loss "${loss}%" --jitter "${jitter}ms" --seed 1 --blackout 12s --report "$WORK/$name" >"$WORK/$name.out" 2>&1
+            --loss "${loss}%" --jitter "${jitter}ms" --seed 1 --blackout 12s --record "$WORK/recordings" --report "$WORK/$name" >"$WORK/$name.out" 2>&1
         set -e
         stop_host
         python3 - "$WORK/$name.json" "$loss" "$jitter" <<'PY'
@@ -40,7 +41,7 @@ path, loss, jitter = sys.argv[1:4]
 try:
     r = json.load(open(path))
 except Exception as e:
-    print(f"| {loss} % | {jitter} ms | no report ({e}) | | | | | | | | |")
+    print(f"| {loss} % | {jitter} ms | no report ({e}) | | | | | | | | | |")
     sys.exit(0)
 f = r["figures"]
 def ms(x): return "-" if x is None else f"{x:.0f} ms"
@@ -51,6 +52,7 @@ print(f"| {loss} % | {jitter} ms | {checks} | {f['freezes']} ({ms(f['longestFree
       f"| {ms(f.get('audioLatencyMillisecondsMedian'))} / {ms(f.get('audioLatencyMillisecondsP95'))} "
       f"| {ms(f.get('videoLatencyMillisecondsMedian'))} / {ms(f.get('videoLatencyMillisecondsP95'))} "
       f"| {ms(f.get('avOffsetMillisecondsMedian'))} / {ms(f.get('avOffsetMillisecondsP95'))} "
+      f"| {ms(f.get('recordingAVOffsetMillisecondsMedian'))} / {ms(f.get('recordingAVOffsetMillisecondsP95'))} "
       f"| {f['nacksSent']} / {f['retransmissionsReceived']} | {f.get('keyFramesPerReceiverMedian') or 0:.0f} "
       f"| {ms(f.get('audioRecoveryMillisecondsMax'))} / {ms(f.get('videoRecoveryMillisecondsMax'))} |")
 PY

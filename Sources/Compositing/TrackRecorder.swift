@@ -23,8 +23,8 @@ public enum RecordingError: Error, Equatable, CustomStringConvertible {
 /// loop, or a manual clock when composing offline); `stop()` finishes the file.
 ///
 /// Time: video frames carry their capture time on the host's clock, so a frame's position in the
-/// file is its time since the recording began; audio is placed by the samples read since then
-/// (48 kHz), which is the audio track's own clock. Both start at the recording's `now`, so they
+/// file is its time since the recording began; audio is placed from the instant its first frame
+/// was mixed by the samples read since (48 kHz), which is the audio track's own clock. So they
 /// stay in sync while the tracks do. The file is written in clusters of at most a second, so one
 /// cut short by a crash plays up to about its last second.
 ///
@@ -67,6 +67,8 @@ public final class TrackRecorder {
     private let start: Instant
     private var lastVideoTime: Instant?
     private var audioSamplesWritten: Int64 = 0
+    /// Where the first audio frame is placed: the instant it was mixed, since the start.
+    private var audioOrigin: Duration?
     private var waitingForKeyFrame = true
 
     public init(path: String, videoTrack: VideoTrack?, audioTrack: AudioTrack?, configuration: Configuration = Configuration(),
@@ -110,7 +112,7 @@ public final class TrackRecorder {
         if let videoTrack, videoTrack.readyState == .ended { return finishQuietly() }
         if let track = audioReader?.track, track.readyState == .ended { return finishQuietly() }
         recordVideo(now: now)
-        recordAudio()
+        recordAudio(now: now)
     }
 
     /// Finishes the file (cues and duration written). Idempotent.
@@ -149,10 +151,33 @@ public final class TrackRecorder {
         }
     }
 
-    private func recordAudio() {
+    /// Audio missing for this long (two ticks' worth, and some) is filled with silence.
+    static let audioGap: Duration = .milliseconds(30)
+
+    private func duration(ofSamples samples: Int64) -> Duration { .microseconds(samples * 1_000_000 / Int64(AudioFrame.sampleRate)) }
+
+    /// The audio frames waiting, each placed by the samples before it from where the first
+    /// was mixed: the last of the frames read at a tick is the one mixed for `now`.
+    private func recordAudio(now: Instant) {
         guard let audioEncoder, audioReader != nil else { return }
-        while let frame = audioReader?.nextFrame(channels: configuration.audioChannels) {
-            let timestamp = Duration.microseconds(audioSamplesWritten * 1_000_000 / Int64(AudioFrame.sampleRate))
+        var frames: [AudioFrame] = []
+        while let frame = audioReader?.nextFrame(channels: configuration.audioChannels) { frames.append(frame) }
+        guard let first = frames.first else { return }
+        let reading = Int64(frames.count) * Int64(first.samplesPerChannel)
+        // Where the frames read now end: the last was mixed for `now`.
+        let end = now - start + duration(ofSamples: Int64(first.samplesPerChannel))
+        if audioOrigin == nil { audioOrigin = max(.zero, end - duration(ofSamples: reading)) }
+        // Mixing stopped for a while (the host's loop stalled and its audio clock skipped
+        // ticks): the file gets the silence heard, or its audio would play early from here on.
+        var missing = end - duration(ofSamples: reading) - ((audioOrigin ?? .zero) + duration(ofSamples: audioSamplesWritten))
+        let silence = AudioFrame(channels: configuration.audioChannels,
+                                 samples: [Int16](repeating: 0, count: first.samplesPerChannel * configuration.audioChannels))
+        while missing >= Self.audioGap {
+            frames.insert(silence, at: 0)
+            missing -= duration(ofSamples: Int64(first.samplesPerChannel))
+        }
+        for frame in frames {
+            let timestamp = (audioOrigin ?? .zero) + duration(ofSamples: audioSamplesWritten)
             audioSamplesWritten += Int64(frame.samplesPerChannel)
             do {
                 try writer.writeAudio(try audioEncoder.encode(frame), timestamp: timestamp)

@@ -60,6 +60,10 @@ public struct LoadOptions: Sendable, Equatable {
     /// `blackoutLength`, both ways; the report says how soon media came back.
     public var blackoutAt: Duration?
     public static let blackoutLength: Duration = .seconds(2)
+    /// `--record FOLDER`: the run is recorded (`POST …/recordings`) once everyone is in, and
+    /// the file, read from FOLDER (the host's `recordings.folder`, on this machine), is checked
+    /// for lip sync.
+    public var recordingsFolder: String?
 
     public init() {}
 
@@ -69,6 +73,7 @@ public struct LoadOptions: Sendable, Equatable {
                             [--audio-levels on|off] [--decoders 2] [--report PATH|none] [--max-audio-latency 500ms]
                             [--max-video-latency 800ms] [--max-loss 2%] [--allow-remote] [--quiet]
                             [--loss 5%] [--burst 3] [--jitter 50ms] [--reorder 1%] [--seed 1] [--blackout 10s]
+                            [--record FOLDER]
         Synthetic participants join the room, send their tone and colour, check what they receive,
         and report: a table on standard output, and PATH.json and PATH.html (by default
         reports/tessera-load-YYYYMMDD-HHMMSS under the working directory; --report none writes
@@ -76,7 +81,9 @@ public struct LoadOptions: Sendable, Equatable {
         both ways) through a seeded lossy network; the loss check then allows the loss given plus
         --max-loss. --blackout AT drops everything every participant sends and receives for 2 s
         from AT into the run, and reports how soon the mix and the composite came back (the freeze
-        check leaves those 2 s out, and loss is not judged). --name=value works as well as --name value. Exit status 0 only when every
+        check leaves those 2 s out, and loss is not judged). --record FOLDER records the room once
+        everyone is in until the end, reads the file from FOLDER (the host's recordings folder) and
+        checks that it plays with lips and voices together. --name=value works as well as --name value. Exit status 0 only when every
         check passed, 1 when a check failed, 2 for bad arguments.
         """
 
@@ -151,6 +158,9 @@ public struct LoadOptions: Sendable, Equatable {
             case "seed":
                 guard let seed = UInt64(value) else { throw bad("a whole number") }
                 self.seed = seed
+            case "record":
+                guard !value.isEmpty else { throw bad("the host's recordings folder") }
+                recordingsFolder = value
             case "blackout":
                 guard let at = Self.duration(value), at >= .seconds(1), at <= .seconds(86_400) else { throw bad("a time into the run, like 10s") }
                 blackoutAt = at
@@ -161,6 +171,7 @@ public struct LoadOptions: Sendable, Equatable {
             default: throw .unknown(argument)
             }
         }
+        if recordingsFolder != nil && video == nil { throw .badValue(option: "--record", value: recordingsFolder ?? "", why: "lip sync in the recording needs --video") }
         speakers = min(speakers, participants)
         decoders = video == nil ? 0 : min(decoders, participants)
         let parsed = try Self.hostOfURL(url)

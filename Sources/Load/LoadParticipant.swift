@@ -466,7 +466,7 @@ final class LoadParticipant {
         guard state == .connected, let pictureLoop, var sender = videoSender, let format = model.options.video else { return }
         var frame = pictureLoop.frames[loopFrame]
         frame.rtpTimestamp = videoTimestamp
-        model.pictureSends[index][loopFrame] = capturedAt
+        model.pictureSent(by: index, frame: loopFrame, at: capturedAt)
         for packet in sender.packetize(frame) {
             if let bytes = send(packet, mid: "1") {
                 videoStream?.packetSent(bytes: bytes, timestamp: packet.timestamp, payloadSize: packet.payload.count, now: now, captureTime: capturedAt)

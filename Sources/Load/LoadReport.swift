@@ -96,6 +96,11 @@ public struct LoadReport: Codable, Sendable {
         /// percentile of its size.
         public var avOffsetMillisecondsMedian: Double?
         public var avOffsetMillisecondsP95: Double?
+        /// The same in the recording (`--record`), as a player shows the file: onsets measured,
+        /// median, and the 95th percentile of its size.
+        public var recordingOnsetsMeasured: Int?
+        public var recordingAVOffsetMillisecondsMedian: Double?
+        public var recordingAVOffsetMillisecondsP95: Double?
         /// While everyone was in (from the last join plus 2 s to the end):
         public var steadySeconds: Double
         public var hostCPU: Double?
@@ -150,6 +155,8 @@ public struct LoadReport: Codable, Sendable {
             ("NACKs sent / resent packets received", "\(f.nacksSent) / \(f.retransmissionsReceived)"),
             ("key frames per receiver, median", value(f.keyFramesPerReceiverMedian, digits: 0)),
             ("A/V offset by sender reports, median / p95 of size", "\(value(f.avOffsetMillisecondsMedian, " ms")) / \(value(f.avOffsetMillisecondsP95, " ms"))"),
+            ("A/V offset in the recording, median / p95 of size", f.recordingOnsetsMeasured == nil ? "-"
+                : "\(value(f.recordingAVOffsetMillisecondsMedian, " ms")) / \(value(f.recordingAVOffsetMillisecondsP95, " ms")) (\(f.recordingOnsetsMeasured ?? 0) onsets)"),
             ("mix concealed (packets never received), median", value(f.audioConcealedFractionMedian.map { $0 * 100 }, " %", digits: 2)),
             ("after the blackout: mix / composite back within", "\(value(f.audioRecoveryMillisecondsMax, " ms", digits: 0)) / \(value(f.videoRecoveryMillisecondsMax, " ms", digits: 0))"),
             ("host CPU (cores)", value(f.hostCPU, digits: 3)),

@@ -29,6 +29,14 @@ final class LoadRoomModel {
     let mixDecoding: SharedMixDecoding
     /// The window in which every participant's network is dark (`--blackout`).
     let blackout: Range<Instant>?
+    /// The recording of the run (`--record`), while it runs: its id and file, and when it
+    /// began; with, from then on, every tone onset and every camera frame the speakers sent
+    /// (for its lip sync, checked in the file afterwards), at most `historyLimit` each.
+    var recording: (id: String, file: String, began: Instant)?
+    var recordingEnded: Instant?
+    var onsetHistory: [(speaker: Int, captured: Instant)] = []
+    var pictureHistory: [[(captured: Instant, code: Int)]]
+    static let historyLimit = 20_000
     /// This machine's wall clock against the loop's (the host's sender reports use the same
     /// wall clock when it runs here): send times become NTP seconds for the A/V offset.
     let wallClock: NTPClockMapping
@@ -44,6 +52,7 @@ final class LoadRoomModel {
         onsets = Array(repeating: [], count: options.participants)
         pictureSends = Array(repeating: Array(repeating: nil, count: SyntheticSignal.pictureLoopLength), count: options.participants)
         lastMembershipChange = start
+        pictureHistory = Array(repeating: [], count: options.speakers)
         mixDecoding = SharedMixDecoding(frequencies: speakers.map(\.frequency))
         blackout = options.blackoutAt.map { (start + $0)..<(start + $0 + LoadOptions.blackoutLength) }
     }
@@ -71,6 +80,35 @@ final class LoadRoomModel {
     func toneOnsetSent(by index: Int, at time: Instant) {
         onsets[index].append(time)
         if onsets[index].count > 4 { onsets[index].removeFirst() }
+        if isRecording, onsetHistory.count < Self.historyLimit { onsetHistory.append((index, time)) }
+    }
+
+    /// Frame `frame` of `index`'s camera loop, captured at `time`, is sent.
+    func pictureSent(by index: Int, frame: Int, at time: Instant) {
+        pictureSends[index][frame] = time
+        if isRecording, pictureHistory.indices.contains(index), pictureHistory[index].count < Self.historyLimit {
+            pictureHistory[index].append((time, frame))
+        }
+    }
+
+    private var isRecording: Bool { recording != nil && recordingEnded == nil }
+
+    /// The onsets sent while the recording ran (from 200 ms after it began, to a second before
+    /// it ended: each must be in the file with its picture; not in a blackout or the 2 s after
+    /// it), and every camera frame the speakers sent, in seconds from the recording's start.
+    func recorded() -> (onsets: [RecordingLipSync.Onset], pictures: [Int: [RecordingLipSync.Picture]]) {
+        guard let recording, let ended = recordingEnded else { return ([], [:]) }
+        let onsets = onsetHistory.compactMap { onset -> RecordingLipSync.Onset? in
+            // Around a blackout both streams restart: what they measure then is the restart.
+            let settling = blackout.map { onset.captured >= $0.lowerBound && onset.captured < $0.upperBound + .seconds(2) } ?? false
+            guard !settling, onset.captured >= recording.began + .milliseconds(200), onset.captured + .seconds(1) <= ended else { return nil }
+            return .init(speaker: onset.speaker, captured: (onset.captured - recording.began).seconds)
+        }
+        var pictures: [Int: [RecordingLipSync.Picture]] = [:]
+        for (speaker, sent) in pictureHistory.enumerated() {
+            pictures[speaker] = sent.map { .init(captured: ($0.captured - recording.began).seconds, code: $0.code) }
+        }
+        return (onsets, pictures)
     }
 
     /// The latency of frame `frame` of `index`'s loop seen at `now`.

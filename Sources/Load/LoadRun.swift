@@ -39,6 +39,8 @@ public final class LoadRun {
     /// The churn's choices are the same on every run.
     private var churnGenerator = SplitMix64(seed: 0x7E55E4A)
     private var pendingDeletes = 0
+    /// Why the recording (`--record`) did not start, when it did not.
+    private var recordingProblem: String?
 
     /// `log` takes whole lines (start, end); `progress` the live line, rewritten each second.
     public init(options: LoadOptions, log: @escaping (String) -> Void, progress: @escaping (String) -> Void) {
@@ -112,6 +114,15 @@ public final class LoadRun {
         loop.schedule(at: start) { [unowned self] in
             for tick in ticks { tick.start() }
         }
+        // The recording starts once everyone is in, if that leaves it a few seconds.
+        let everyoneIn = start + .nanoseconds(Int64(Double(options.participants - 1) / options.joinRate * 1e9)) + .seconds(2)
+        if options.recordingsFolder != nil {
+            if everyoneIn + .seconds(4) < start + options.duration {
+                loop.schedule(at: everyoneIn) { [unowned self] in startRecording() }
+            } else {
+                recordingProblem = "the run is too short to record once everyone is in (\(options.duration))"
+            }
+        }
         loop.schedule(at: start + options.duration) { [unowned self] in finish() }
     }
 
@@ -173,6 +184,31 @@ public final class LoadRun {
         return ((cpu - cpuBefore) / span, frames)
     }
 
+    /// `POST …/recordings`: the host's answer gives the recording's id and file; it began about
+    /// halfway through the exchange.
+    private func startRecording() {
+        guard let loop else { return }
+        let sentAt = loop.clock.now()
+        let confined = LoopConfined(self, on: loop)
+        http.send("POST", "/v1/rooms/\(options.room)/recordings", contentType: "application/json", body: Array("{}".utf8)) { result in
+            loop.execute {
+                let run = confined.value
+                guard case .success(let reply) = result, reply.status == 201,
+                      let started = try? JSONDecoder().decode(RecordingStarted.self, from: Data(reply.body)) else {
+                    run.recordingProblem = "POST /v1/rooms/\(run.options.room)/recordings: \(result)"
+                    return
+                }
+                let now = loop.clock.now()
+                run.model?.recording = (started.id, started.file, sentAt + (now - sentAt) / 2)
+            }
+        }
+    }
+
+    private struct RecordingStarted: Decodable {
+        let id: String
+        let file: String
+    }
+
     /// One leave; the leaver comes back a second later. Speakers and decoders stay, so the
     /// checks keep their references.
     private func churn() {
@@ -201,6 +237,13 @@ public final class LoadRun {
         let confined = LoopConfined(self, on: loop)
         // Counted before any answer can come back, so the last answer (not an early one) stops the loop.
         pendingDeletes = participants.count + 1
+        if let model, let recording = model.recording {
+            model.recordingEnded = loop.clock.now()
+            pendingDeletes += 1
+            http.send("DELETE", "/v1/rooms/\(options.room)/recordings/\(recording.id)") { _ in
+                loop.execute { confined.value.deleteAnswered() }
+            }
+        }
         for participant in participants {
             participant.leave { confined.value.deleteAnswered() }
         }
@@ -262,7 +305,7 @@ public final class LoadRun {
         let decoding = options.video == nil ? "\(mixes); no video"
             : "\(mixes); the composite (VP8) of \(decoders.isEmpty ? "none" : decoders.joined(separator: ", ")), every 6th picture checked; the others count composite packets and frames"
         let dark = options.blackoutAt == nil ? nil : LoadOptions.blackoutLength
-        let figures = LoadReport.Figures(
+        var figures = LoadReport.Figures(
             participants: options.participants, speakers: options.speakers, video: options.video?.description ?? "off",
             durationSeconds: end, joinMillisecondsMedian: Percentile.of(results.flatMap(\.joinMilliseconds), 0.5),
             firstFrameMillisecondsMedian: Percentile.of(results.compactMap(\.firstFrameMilliseconds), 0.5),
@@ -287,8 +330,15 @@ public final class LoadRun {
             cameraFramesDropped: options.video == nil ? nil : hostDelta(#"tessera_camera_frames{result="dropped"}"#),
             hostPacketsLost: hostDelta("tessera_packets_lost"),
             loadGeneratorCPU: loadCPU, loadGeneratorCPUPerParticipant: loadCPU / count, decoding: decoding)
-        let checks = LoadChecks(options: options, identities: participants.map(\.identity), results: results,
+        var checks = LoadChecks(options: options, identities: participants.map(\.identity), results: results,
                                 audioLatencies: audioValues, videoLatencies: videoValues).all
+        if options.recordingsFolder != nil {
+            let (check, offsets) = checkRecording()
+            checks.append(check)
+            figures.recordingOnsetsMeasured = offsets.count
+            figures.recordingAVOffsetMillisecondsMedian = Percentile.of(offsets, 0.5)
+            figures.recordingAVOffsetMillisecondsP95 = Percentile.of(offsets.map(abs), 0.95)
+        }
         let participantReports = zip(participants, results).map { participant, result in
             LoadReport.Participant(
                 identity: participant.identity, speaker: participant.isSpeaker, decodes: participant.decodes, joins: result.joins,
@@ -316,6 +366,38 @@ public final class LoadRun {
         return LoadReport(url: options.url, room: options.room, startedAt: formatter.string(from: startedAt),
                           passed: checks.allSatisfy(\.passed), checks: checks, figures: figures, participants: participantReports,
                           samples: samples, audioLatencies: audioLatencies, videoLatencies: videoLatencies)
+    }
+
+    /// A recording's lips and voices fail the check where a viewer would notice them apart
+    /// (ITU-R BT.1359's thresholds of detection): lips more than 125 ms late, or 45 ms early,
+    /// in the 95th percentile.
+    static let recordingLipsLateBound = 125.0, recordingLipsEarlyBound = 45.0
+
+    /// The recording (`--record`), read from its folder: it plays, holds most onsets the
+    /// speakers sent with their pictures, and shows them together.
+    private func checkRecording() -> (LoadReport.Check, [Double]) {
+        let name = "the recording plays with lips and voices together"
+        guard let model, let recording = model.recording, let folder = options.recordingsFolder, let format = options.video else {
+            return (.init(name: name, passed: false, detail: recordingProblem ?? "the recording did not start"), [])
+        }
+        let path = folder.hasSuffix("/") ? folder + recording.file : folder + "/" + recording.file
+        var tiles: [Int: TemplateDescription.Position] = [:]
+        for position in model.layout?.template.positions ?? [] where position.source == .camera {
+            if let index = model.indexOf[position.participant], index < model.speakers.count { tiles[index] = position }
+        }
+        let (onsets, pictures) = model.recorded()
+        let lipSync = RecordingLipSync(tiles: tiles, pictures: pictures, cameraSize: (format.width, format.height),
+                                       cameraFramesPerSecond: format.framesPerSecond, frequencies: model.speakers.map(\.frequency))
+        let result: RecordingLipSync.Result
+        do { result = try lipSync.measure(path: path, onsets: onsets) } catch {
+            return (.init(name: name, passed: false, detail: "\(path): \(error)"), [])
+        }
+        let offsets = result.offsetsMilliseconds
+        let late = Percentile.of(offsets.map { max(0, $0) }, 0.95) ?? 0, early = Percentile.of(offsets.map { max(0, -$0) }, 0.95) ?? 0
+        let summary = "\(offsets.count) of \(onsets.count) onsets found in \(recording.file); lips late \(Int(late.rounded())) ms, early \(Int(early.rounded())) ms (p95)"
+        let passed = offsets.count >= max(3, onsets.count / 2) && late <= Self.recordingLipsLateBound && early <= Self.recordingLipsEarlyBound
+        let bounds = " (half the onsets at least; lips at most \(Int(Self.recordingLipsLateBound)) ms late and \(Int(Self.recordingLipsEarlyBound)) ms early)"
+        return (.init(name: name, passed: passed, detail: passed ? summary : summary + bounds), offsets)
     }
 
     static func loss(_ results: LoadParticipant.Results) -> Double {

@@ -38,6 +38,13 @@ import WireTesting
         #expect(throws: LoadOptionsError.self) { try LoadOptions(arguments: ["--burst", "0.5"]) }
     }
 
+    @Test func aRecordingIsCheckedFromTheHostsFolderAndNeedsVideo() throws {
+        #expect(try LoadOptions(arguments: ["--record", "/srv/recordings"]).recordingsFolder == "/srv/recordings")
+        #expect(try LoadOptions(arguments: []).recordingsFolder == nil)
+        #expect(throws: LoadOptionsError.self) { try LoadOptions(arguments: ["--record", "/tmp", "--video", "off"]) }
+        #expect(throws: LoadOptionsError.self) { try LoadOptions(arguments: ["--record", ""]) }
+    }
+
     @Test func speakersAndDecodersNeverOutnumberTheParticipants() throws {
         let options = try LoadOptions(arguments: ["--participants", "2", "--speakers", "3", "--decoders", "5"])
         #expect(options.speakers == 2 && options.decoders == 2)

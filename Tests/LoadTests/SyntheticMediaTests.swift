@@ -171,3 +171,54 @@ import WireTesting
         #expect(ToneOnset.locate(frequency: 400, previous: [], current: []) == nil)
     }
 }
+
+/// Lip sync read from a file as a player shows it: a speaker's tone loop and camera loop written
+/// with the pictures a known time after their sound; the measure finds that time at each onset.
+@Suite struct RecordingLipSyncTests {
+    static let format = LoadOptions.VideoFormat(width: 320, height: 180, framesPerSecond: 30)
+
+    /// Writes 3 s: the tone loop, and camera frame i (captured at i/30 s) `lipsLate` later than
+    /// the sound of its instant; returns the file and what the sender sent.
+    static func write(lipsLate: Double, to path: String) throws -> (onsets: [RecordingLipSync.Onset], pictures: [RecordingLipSync.Picture]) {
+        let tone = try ToneLoop(frequency: SyntheticSignal.toneFrequency(index: 0))
+        let camera = try PictureLoop(colour: SyntheticSignal.colour(index: 0), format: format)
+        let writer = try WebMWriter(path: path, video: .init(width: format.width, height: format.height), audio: .init(channels: 1))
+        var pictures: [RecordingLipSync.Picture] = []
+        var audio = 0, video = 0
+        while audio < 150 || video < 90 {
+            let audioAt = Double(audio) * 0.020 + max(0, -lipsLate), videoAt = Double(video) / 30 + max(0, lipsLate)
+            if audio < 150 && (video >= 90 || audioAt <= videoAt) {
+                try writer.writeAudio(tone.packets[audio % ToneLoop.packetsPerLoop], timestamp: .nanoseconds(Int64(audioAt * 1e9)))
+                audio += 1
+            } else {
+                let frame = camera.frames[video % SyntheticSignal.pictureLoopLength]
+                try writer.writeVideo(frame.data, isKeyFrame: frame.isKeyFrame, timestamp: .nanoseconds(Int64(videoAt * 1e9)))
+                pictures.append(.init(captured: Double(video) / 30, code: video % SyntheticSignal.pictureLoopLength))
+                video += 1
+            }
+        }
+        try writer.finish()
+        // The loop's onset is its fifth packet: 100 ms into each second.
+        return ([0.1, 1.1, 2.1].map { .init(speaker: 0, captured: $0) }, pictures)
+    }
+
+    @Test(arguments: [0.0, 0.060, -0.030])
+    func theOffsetInAFileIsWhereItsPicturesAreAgainstItsSound(lipsLate: Double) throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("tessera-lipsync-\(UUID().uuidString).webm").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let (onsets, pictures) = try Self.write(lipsLate: lipsLate, to: path)
+        let lipSync = RecordingLipSync(tiles: [0: .init(participant: "load-0", rect: .init(x: 0, y: 0, width: 1, height: 1), contentMode: .fit)],
+                                       pictures: [0: pictures], cameraSize: (Self.format.width, Self.format.height),
+                                       cameraFramesPerSecond: 30, frequencies: [SyntheticSignal.toneFrequency(index: 0)])
+        let result = try lipSync.measure(path: path, onsets: onsets)
+        #expect(result.unmatched == 0 && result.offsetsMilliseconds.count == 3, "\(result)")
+        // A player hears the sound an Opus look-ahead (6.5 ms) after its packet's time.
+        let expected = (lipsLate - Double(OpusEncoder.voiceLookahead) / 48_000) * 1000
+        for offset in result.offsetsMilliseconds { #expect(abs(offset - expected) <= 2, "measured \(offset) ms, wrote \(expected) ms") }
+    }
+
+    @Test func aFileThatIsNotThereIsAnErrorNotATrap() {
+        let lipSync = RecordingLipSync(tiles: [:], pictures: [:], cameraSize: (320, 180), cameraFramesPerSecond: 30, frequencies: [400])
+        #expect(throws: (any Error).self) { try lipSync.measure(path: "/nonexistent/tessera.webm", onsets: []) }
+    }
+}
