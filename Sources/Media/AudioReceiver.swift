@@ -48,6 +48,9 @@ public final class AudioReceiver {
     public static let maximumLipSyncDelay: Duration = .milliseconds(150)
     /// The part of `pending` that is the lip-sync delay, in samples per channel.
     public private(set) var lipSyncSamples = 0
+    /// Ticks to wait before trying to stretch again, after the audio did not allow it.
+    private var stretchPause = 0
+    static let stretchRetryTicks = 4
 
     /// A receiver decoding to `channels` (1 or 2).
     public init(channels: Int = 1, configuration: AudioJitterBuffer.Configuration = .init()) throws(OpusCodecError) {
@@ -81,7 +84,7 @@ public final class AudioReceiver {
         // here, never into audio an underrun would have to conceal.
         let lipSync = samples(of: min(max(lipSyncDelay, .zero), Self.maximumLipSyncDelay)) - lipSyncSamples
         let lookahead = tick + lipSyncSamples + TimeStretch.longestCut + TimeStretch.window
-        let spareCut = abs(lipSync) < TimeStretch.shortestCut && spare.budget >= TimeStretch.shortestCut
+        let spareCut = spare.budget >= TimeStretch.shortestCut
             && buffer.statistics.currentDepth + duration(ofSamples: pending.count / channels) >= duration(ofSamples: lookahead)
         let wanted = spareCut ? lookahead : tick + lipSyncSamples
         var playing = true
@@ -93,14 +96,24 @@ public final class AudioReceiver {
             // Usually one packet makes one tick: take its array as it is, without copying.
             if pending.isEmpty { pending = piece } else { pending += piece }
         }
-        if playing && lipSync >= TimeStretch.shortestCut {
-            lipSyncSamples += TimeStretch.lengthen(&pending, channels: channels, atMost: lipSync)
-        } else if playing && -lipSync >= TimeStretch.shortestCut {
-            lipSyncSamples -= TimeStretch.shorten(&pending, channels: channels, atMost: -lipSync)
-        } else if playing && spareCut {
+        // Spare delay first (a burst's extra, which everyone hears as latency), then lip sync. A
+        // stretch the audio did not allow (no pitch period, not quiet) is tried again a few
+        // ticks later, not at every tick: the search for a period is the costly part.
+        if stretchPause > 0 || !playing {
+            stretchPause = max(0, stretchPause - 1)
+        } else if spareCut {
             let cut = TimeStretch.shorten(&pending, channels: channels, atMost: spare.budget)
             spare.budget -= cut
             shortenedSamples += cut
+            if cut == 0 { stretchPause = Self.stretchRetryTicks }
+        } else if lipSync >= TimeStretch.shortestCut {
+            let added = TimeStretch.lengthen(&pending, channels: channels, atMost: lipSync)
+            lipSyncSamples += added
+            if added == 0 { stretchPause = Self.stretchRetryTicks }
+        } else if -lipSync >= TimeStretch.shortestCut {
+            let cut = TimeStretch.shorten(&pending, channels: channels, atMost: -lipSync)
+            lipSyncSamples -= cut
+            if cut == 0 { stretchPause = Self.stretchRetryTicks }
         }
         if pending.count < tick * channels { pending += [Int16](repeating: 0, count: tick * channels - pending.count) }
         let samples: [Int16]

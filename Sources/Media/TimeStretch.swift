@@ -82,23 +82,38 @@ public enum TimeStretch {
     }
 
     /// The lag (`shortestCut`…`longest`) at which the start of the audio best matches itself
-    /// later, when it matches well enough (`alike`): its pitch period, or a multiple.
+    /// later, when it matches well enough (`alike`): its pitch period, or the largest multiple
+    /// of it that fits and matches too. Searched coarsely first (every other lag, every other
+    /// sample: a voice's periods are far longer than two samples), then exactly around the best.
     private static func period(of mono: [Double], atMost longest: Int) -> Int? {
-        let head = mono[0..<window]
-        let headEnergy = head.reduce(0) { $0 + $1 * $1 }
-        guard headEnergy > 0 else { return nil }
-        var best = (lag: 0, score: alike)
-        for lag in shortestCut...longest {
-            var cross = 0.0, energy = 0.0
-            for index in 0..<window {
-                let later = mono[lag + index]
-                cross += head[index] * later
+        func score(_ lag: Int, step: Int) -> Double {
+            var cross = 0.0, energy = 0.0, headEnergy = 0.0
+            for index in stride(from: 0, to: window, by: step) {
+                let head = mono[index], later = mono[lag + index]
+                cross += head * later
                 energy += later * later
+                headEnergy += head * head
             }
-            guard energy > 0 else { continue }
-            let score = cross / (headEnergy * energy).squareRoot()
-            if score > best.score { best = (lag, score) }
+            guard energy > 0, headEnergy > 0 else { return -1 }
+            return cross / (headEnergy * energy).squareRoot()
         }
-        return best.lag > 0 ? best.lag : nil
+        var coarse = (lag: 0, score: -1.0)
+        for lag in stride(from: shortestCut, through: longest, by: 2) {
+            let value = score(lag, step: 2)
+            if value > coarse.score { coarse = (lag, value) }
+        }
+        guard coarse.lag > 0 else { return nil }
+        var best = (lag: 0, score: alike)
+        for lag in max(shortestCut, coarse.lag - 1)...min(longest, coarse.lag + 1) {
+            let value = score(lag, step: 1)
+            if value > best.score { best = (lag, value) }
+        }
+        guard best.lag > 0 else { return nil }
+        // As many whole periods as fit, where the audio still matches itself there: one stretch
+        // instead of several (a 400 Hz tone's period is only 2.5 ms).
+        for multiple in stride(from: longest / best.lag, to: 1, by: -1) where score(best.lag * multiple, step: 1) >= alike {
+            return best.lag * multiple
+        }
+        return best.lag
     }
 }
