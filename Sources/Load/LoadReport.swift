@@ -126,6 +126,8 @@ public struct LoadReport: Codable, Sendable {
     public var participants: [Participant]
     public var samples: [Sample]
     public var audioLatencies: [[Double]]
+    /// `--record`: each onset measured in the file, [seconds into the recording, A/V offset ms].
+    public var recordingOffsets: [[Double]]?
     public var videoLatencies: [[Double]]
 
     // MARK: Output

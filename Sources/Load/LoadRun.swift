@@ -332,12 +332,15 @@ public final class LoadRun {
             loadGeneratorCPU: loadCPU, loadGeneratorCPUPerParticipant: loadCPU / count, decoding: decoding)
         var checks = LoadChecks(options: options, identities: participants.map(\.identity), results: results,
                                 audioLatencies: audioValues, videoLatencies: videoValues).all
+        var recordingOffsets: [[Double]]?
         if options.recordingsFolder != nil {
-            let (check, offsets) = checkRecording()
+            let (check, measured) = checkRecording()
             checks.append(check)
+            let offsets = measured.map(\.milliseconds)
             figures.recordingOnsetsMeasured = offsets.count
             figures.recordingAVOffsetMillisecondsMedian = Percentile.of(offsets, 0.5)
             figures.recordingAVOffsetMillisecondsP95 = Percentile.of(offsets.map(abs), 0.95)
+            recordingOffsets = measured.map { [$0.captured, $0.milliseconds] }
         }
         let participantReports = zip(participants, results).map { participant, result in
             LoadReport.Participant(
@@ -365,7 +368,7 @@ public final class LoadRun {
         let formatter = ISO8601DateFormatter()
         return LoadReport(url: options.url, room: options.room, startedAt: formatter.string(from: startedAt),
                           passed: checks.allSatisfy(\.passed), checks: checks, figures: figures, participants: participantReports,
-                          samples: samples, audioLatencies: audioLatencies, videoLatencies: videoLatencies)
+                          samples: samples, audioLatencies: audioLatencies, recordingOffsets: recordingOffsets, videoLatencies: videoLatencies)
     }
 
     /// A recording's lips and voices fail the check where a viewer would notice them apart
@@ -375,7 +378,7 @@ public final class LoadRun {
 
     /// The recording (`--record`), read from its folder: it plays, holds most onsets the
     /// speakers sent with their pictures, and shows them together.
-    private func checkRecording() -> (LoadReport.Check, [Double]) {
+    private func checkRecording() -> (LoadReport.Check, [(captured: Double, milliseconds: Double)]) {
         let name = "the recording plays with lips and voices together"
         guard let model, let recording = model.recording, let folder = options.recordingsFolder, let format = options.video else {
             return (.init(name: name, passed: false, detail: recordingProblem ?? "the recording did not start"), [])
@@ -397,7 +400,7 @@ public final class LoadRun {
         let summary = "\(offsets.count) of \(onsets.count) onsets found in \(recording.file); lips late \(Int(late.rounded())) ms, early \(Int(early.rounded())) ms (p95)"
         let passed = offsets.count >= max(3, onsets.count / 2) && late <= Self.recordingLipsLateBound && early <= Self.recordingLipsEarlyBound
         let bounds = " (half the onsets at least; lips at most \(Int(Self.recordingLipsLateBound)) ms late and \(Int(Self.recordingLipsEarlyBound)) ms early)"
-        return (.init(name: name, passed: passed, detail: passed ? summary : summary + bounds), offsets)
+        return (.init(name: name, passed: passed, detail: passed ? summary : summary + bounds), result.offsets)
     }
 
     static func loss(_ results: LoadParticipant.Results) -> Double {

@@ -20,11 +20,12 @@ struct RecordingLipSync {
         var code: Int
     }
 
-    /// What the file gave: each measured onset's offset (ms), and how many onsets it did not
-    /// find (its tone or its picture missing from the file).
-    struct Result: Equatable {
-        var offsetsMilliseconds: [Double] = []
+    /// What the file gave: each measured onset's offset (ms) with the onset's capture, and how
+    /// many onsets it did not find (its tone or its picture missing from the file).
+    struct Result {
+        var offsets: [(captured: Double, milliseconds: Double)] = []
         var unmatched = 0
+        var offsetsMilliseconds: [Double] { offsets.map(\.milliseconds) }
     }
 
     /// Where in the layout each speaker's camera is, and the cameras' size.
@@ -87,7 +88,7 @@ struct RecordingLipSync {
                 result.unmatched += 1
                 continue
             }
-            result.offsetsMilliseconds.append((shownAt - heard - (captured - onset.captured)) * 1000)
+            result.offsets.append((onset.captured, (shownAt - heard - (captured - onset.captured)) * 1000))
         }
         return result
     }
@@ -122,8 +123,7 @@ struct RecordingLipSync {
     static let pictureWindow = 0.14
 
     /// Where `speaker`'s tone starts (seconds in the file) after a quiet stretch, searched from
-    /// just before `captured` in 20 ms windows 10 ms apart (the host may have shortened the
-    /// sender's 100 ms of quiet to take out delay); nil when it does not.
+    /// just before `captured` in 20 ms windows 10 ms apart; nil when it does not.
     private func toneStart(of speaker: Int, near captured: Double, in audio: [Int16], from audioStart: Double) -> Double? {
         let frame = AudioFrame.samplesPer20ms, hop = frame / 2
         let meter = ToneMeter(frequencies: frequencies)
@@ -154,6 +154,9 @@ struct RecordingLipSync {
         return nil
     }
 
-    /// Windows without the tone before its onset: 40 ms of quiet at least.
-    static let quietWindows = 3
+    /// Windows without the tone before its onset: 50 ms of quiet at least. The sender's 100 ms
+    /// may have been shortened (the host takes spare delay out of quiet first), but a dropout in
+    /// the middle of the tone (Opus concealing a lost packet of a pure tone goes quiet for a
+    /// frame or two) must not pass for an onset when the real one was not found.
+    static let quietWindows = 4
 }
