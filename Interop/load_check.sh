@@ -51,11 +51,13 @@ run_load() {
     RC=$?
 }
 
-# 1. A sound host: 8 participants, 15 s, audio and video, every check passes and the report says
-# so. (CI runs debug builds of the host and of the load generator on 2 cores; at 10 video
-# participants the debug host is at its limit, and a machine busy with something else tips it.)
+# 1. A sound host: 6 participants, 15 s, audio and video, every check passes and the report says
+# so. (CI runs debug builds of the host and of the load generator on 2 cores; at 8 to 10 video
+# participants the debug host is at its limit (its loop jitters by 20 ms, and the voices wait
+# for the slower pictures), and a machine busy with something else tips it. Capacity is
+# measured on release builds: scripts/bench-load.sh.)
 if start_host sound 50210 '[]'; then
-    run_load sound --room sound --participants 8 --duration 15s --video 640x360@30 --speakers 3
+    run_load sound --room sound --participants 6 --duration 15s --video 640x360@30 --speakers 3
     stop_host
     if [ "$RC" -eq 0 ] && grep -q '<svg' "$WORK/sound-report.html" && python3 -c \
         'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["passed"] else 1)' "$WORK/sound-report.json"; then

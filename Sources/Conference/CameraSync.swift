@@ -60,13 +60,18 @@ public struct CameraSync: Sendable {
     /// camera, when both have come.
     public mutating func release(now: Instant, drawInterval: Duration, audio: AudioPlayout?,
                                  clocks: (audio: SenderClock, video: SenderClock)?) -> [I420Frame] {
-        // A picture whose sound is heard before the next drawing's midpoint is nearer this one.
-        let lead = drawInterval / 2 - Self.codecDelay
         var count = 0
-        while count < held.count, isDue(held[count], now: now, lead: lead, audio: audio, clocks: clocks) {
-            if let audio, now - held[count].arrival < Self.maximumHold {
-                leads.append(heard(held[count], now: now, audio: audio, clocks: clocks) - held[count].arrival)
+        while count < held.count {
+            let picture = held[count]
+            // No audio playing, or held too long: shown as it is.
+            guard let audio, now - picture.arrival < Self.maximumHold else {
+                count += 1
+                continue
             }
+            // A picture whose sound is heard before the next drawing's midpoint is nearer this one.
+            let heard = heard(picture, now: now, audio: audio, clocks: clocks)
+            guard heard <= now + drawInterval / 2 else { break }
+            leads.append(heard - picture.arrival)
             count += 1
         }
         count = max(count, held.count - Self.maximumHeld)
@@ -95,16 +100,5 @@ public struct CameraSync: Sendable {
         guard sorted[sorted.count * 3 / 4] - lead <= drawInterval * 2, lead < drawInterval / 2 || lead > drawInterval else { return }
         let step = min(max(wanted - lead, .zero - drawInterval), drawInterval)
         audioDelay = min(max(.zero, audioDelay + step), AudioReceiver.maximumLipSyncDelay)
-    }
-
-    private func isDue(_ picture: Held, now: Instant, lead: Duration, audio: AudioPlayout?,
-                       clocks: (audio: SenderClock, video: SenderClock)?) -> Bool {
-        guard let audio else { return true }
-        if now - picture.arrival >= Self.maximumHold { return true }
-        if let clocks {
-            let playing = clocks.audio.seconds(at: audio.timestamp) + (now - audio.at).seconds
-            return clocks.video.seconds(at: picture.rtpTimestamp) <= playing + lead.seconds
-        }
-        return picture.arrival + audio.depth <= now + lead
     }
 }

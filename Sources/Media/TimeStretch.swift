@@ -86,21 +86,28 @@ public enum TimeStretch {
     /// of it that fits and matches too. Searched coarsely first (every other lag, every other
     /// sample: a voice's periods are far longer than two samples), then exactly around the best.
     private static func period(of mono: [Double], atMost longest: Int) -> Int? {
+        // Plain loops over the buffer: this runs every few ticks for every voice.
         func score(_ lag: Int, step: Int) -> Double {
             var cross = 0.0, energy = 0.0, headEnergy = 0.0
-            for index in stride(from: 0, to: window, by: step) {
-                let head = mono[index], later = mono[lag + index]
-                cross += head * later
-                energy += later * later
-                headEnergy += head * head
+            mono.withUnsafeBufferPointer { samples in
+                var index = 0
+                while index < window {
+                    let head = samples[index], later = samples[lag + index]
+                    cross += head * later
+                    energy += later * later
+                    headEnergy += head * head
+                    index += step
+                }
             }
             guard energy > 0, headEnergy > 0 else { return -1 }
             return cross / (headEnergy * energy).squareRoot()
         }
         var coarse = (lag: 0, score: -1.0)
-        for lag in stride(from: shortestCut, through: longest, by: 2) {
+        var lag = shortestCut
+        while lag <= longest {
             let value = score(lag, step: 2)
             if value > coarse.score { coarse = (lag, value) }
+            lag += 2
         }
         guard coarse.lag > 0 else { return nil }
         var best = (lag: 0, score: alike)
