@@ -28,12 +28,18 @@ after everyone is connected:
   iceRestart  then the page restarts ICE as it does after a failure (PATCH with an offer with new
               credentials): the host answers with new credentials, the checks with them are
               answered, and the composite goes on, on the same connection
+  mLines      then the page adds a second video m-line sending a test pattern (as a screen share
+              does) by renegotiation: the host answers it and says trackPublished screen; the page
+              stops it by renegotiation: the host answers it stopped (port 0) and says trackEnded
+  rejoin      then the host forgets the page's session (DELETE, as a restarted host would) and the
+              page recovers as after a failed connection: its ICE restart is refused, it joins
+              again on a new connection, and the composite is decoded there
 
 Prints one JSON line of measurements on stdout; exit 0 only when every check passed, otherwise 1
 with `page_chromium: FAIL <check>: <detail>` lines on stderr (and `WARN` lines for what passed
 but is worth saying). The whole run is bounded by --timeout.
 
-usage: page_chromium.py --url http://127.0.0.1:PORT [--room page-test] [--timeout 45]
+usage: page_chromium.py --url http://127.0.0.1:PORT [--room page-test] [--timeout 75]
 """
 import argparse, asyncio, collections, fcntl, json, os, shutil, signal, subprocess, sys, tempfile, threading, time
 import urllib.parse, wave
@@ -308,6 +314,15 @@ async def scenario(args, dev, peers, out, checks, t_start):
         and restart.get("hostUfragChanged") and restart["after"]["responses"] > restart["before"]["responses"] \
         and restart["after"]["frames"] > restart["before"]["frames"] + 30
     checks["iceRestart"] = None if ok else "the ICE restart did not carry on: %r" % (restart,)
+    added = await ev("tessera.addAndStopVideo()", 20)
+    out["mLines"] = added
+    ok = added and not added.get("error") and added.get("published") and added.get("answeredStopped") \
+        and added.get("ended") and added.get("connection") == "connected"
+    checks["mLines"] = None if ok else "adding and stopping a video m-line: %r" % (added,)
+    rejoin = await ev("tessera.rejoinAfterLostSession()", 30)
+    out["rejoin"] = rejoin
+    ok = rejoin and rejoin.get("rejoined") and rejoin.get("newSession") and rejoin["after"] > rejoin["before"] + 30
+    checks["rejoin"] = None if ok else "the page did not join again after its session was lost: %r" % (rejoin,)
     out["selfCheck"] = sc
     out["layout"] = {n: [round(v, 3) for v in xy] for n, xy in centres.items()}
     out["aiortcMixShares"] = {n: shares for n, (_, _, shares) in heard.items()}
@@ -352,7 +367,7 @@ def main():
                     help="the checks must hold this long after everyone connected (Chromium's REMBs start at about 5 s)")
     ap.add_argument("--min-above-floor", type=float, default=30, help="dB a heard tone stands above the mix's floor")
     ap.add_argument("--absent-db", type=float, default=20, help="dB the page's own tone lies below the others'")
-    ap.add_argument("--timeout", type=float, default=45, help="hard bound of the whole run")
+    ap.add_argument("--timeout", type=float, default=75, help="hard bound of the whole run")
     ap.add_argument("--chromium", default=C.chromium_binary())
     args = ap.parse_args()
     args.url = args.url.rstrip("/")

@@ -201,7 +201,7 @@ for peer in $PEERS; do
             fi
             # the page in headless Chromium + two aiortc participants in one room; the page's
             # own self-check (window.tessera.selfCheck) says what it decodes and hears
-            run_peer page "$VENV_PY" "$HERE/page_chromium.py" --url "$BASE" --room page-test --timeout 45 ;;
+            run_peer page "$VENV_PY" "$HERE/page_chromium.py" --url "$BASE" --room page-test --timeout 75 ;;
         room)
             if ! "$VENV_PY" -c 'import aiortc, numpy' 2>/dev/null; then
                 fail room "no aiortc in $REPO/.venv (run scripts/setup.sh)"; continue

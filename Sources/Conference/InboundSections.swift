@@ -22,7 +22,9 @@ public struct InboundSections {
     public private(set) var sections: [Section]
     public let extensions: HeaderExtensionMap
 
-    public init(_ negotiated: NegotiatedSession) {
+    /// The sections of `negotiated`; a section whose mid was in `previous` keeps the SSRCs
+    /// learned there (a renegotiation's offer may leave out `a=ssrc`).
+    public init(_ negotiated: NegotiatedSession, previous: InboundSections? = nil) {
         var map = HeaderExtensionMap()
         for media in negotiated.media {
             for ext in media.headerExtensions where ext.id <= 255 {
@@ -40,7 +42,18 @@ public struct InboundSections {
                            mediaSSRC: mediaSSRC.map { SSRC(rawValue: $0) },
                            rtxSSRC: mediaSSRC.flatMap { media.peerRTXSSRCs[$0] }.map { SSRC(rawValue: $0) })
         }
+        guard let previous else { return }
+        for index in sections.indices {
+            guard let before = previous.section(mid: sections[index].mid), before.isVideo == sections[index].isVideo else { continue }
+            if sections[index].mediaSSRC == nil {
+                sections[index].mediaSSRC = before.mediaSSRC
+                sections[index].rtxSSRC = before.rtxSSRC
+            }
+        }
     }
+
+    /// The section of `mid`, if negotiated.
+    public func section(mid: String) -> Section? { sections.first { $0.mid == mid } }
 
     public subscript(index: Int) -> Section { sections[index] }
 

@@ -17,10 +17,11 @@ public final class ParticipantInbound {
     public static let incompleteFrameTimeout: Duration = .milliseconds(150)
 
     /// The microphone, played out one 20 ms frame per room tick; nil when the offer has no audio
-    /// section or the decoder could not start (`startFailures` says why).
-    public let audioReceiver: AudioReceiver?
-    /// The camera ("identity/camera"): pictures of the first video section. Ends with `end()`.
-    public let cameraTrack: VideoTrack
+    /// section, the decoder could not start (`startFailures` says why), or its section stopped.
+    public private(set) var audioReceiver: AudioReceiver?
+    /// The camera ("identity/camera"): pictures of the first video section. Ends with `end()`,
+    /// or when renegotiation stops its section (a camera section added later is a new track).
+    public private(set) var cameraTrack: VideoTrack
     /// New media packets (duplicates and RTX padding not counted) and their payload bytes.
     public private(set) var packetsReceived = 0
     public private(set) var bytesReceived = 0
@@ -30,9 +31,13 @@ public final class ParticipantInbound {
     /// Decoders that could not start, by component ("opus-decoder", "vp8-decoder"), with why.
     public private(set) var startFailures: [(component: String, error: any Error)] = []
 
-    private let audioSection: Int?
-    private let videoSection: Int?
-    private let videoReceiver: VideoReceiver?
+    private let identity: String
+    /// The microphone's and the camera's sections: the first audio and the first video section
+    /// at join; one stopped by renegotiation is replaced by the first section of its kind the
+    /// renegotiation added.
+    private var microphoneMid: String?
+    private var cameraMid: String?
+    private var videoReceiver: VideoReceiver?
     private var inbound: InboundSections
     private var receiver: PeerReceiver
     /// Set by the video receiver's key frame callback; turned into a PLI after the packet.
@@ -40,31 +45,16 @@ public final class ParticipantInbound {
     /// Since when camera packets have come without completing a picture; nil while pictures come.
     private var videoStalledSince: Instant?
     private var cameraSSRC: SSRC?
-    /// Sections (by index) whose first media has arrived.
-    private var published: Set<Int> = []
+    /// Sections (by mid) whose first media has arrived.
+    private var published: Set<String> = []
     /// Decoded camera pictures waiting for the audio captured with them (lip sync).
     private var cameraSync = CameraSync()
 
     public init(negotiated: NegotiatedSession, identity: String, seed: UInt64, now: Instant) {
         let inbound = InboundSections(negotiated)
         self.inbound = inbound
-        var failures: [(component: String, error: any Error)] = []
-        audioSection = inbound.sections.firstIndex { !$0.isVideo }
-        audioReceiver = audioSection.flatMap { _ in
-            do { return try AudioReceiver(channels: 1) } catch {
-                failures.append(("opus-decoder", error))
-                return nil
-            }
-        }
-        videoSection = inbound.sections.firstIndex { $0.isVideo }
+        self.identity = identity
         cameraTrack = VideoTrack(id: "\(identity)/camera")
-        videoReceiver = videoSection.flatMap { _ in
-            do { return try VideoReceiver(maximumPixels: 1920 * 1088) } catch {
-                failures.append(("vp8-decoder", error))
-                return nil
-            }
-        }
-        startFailures = failures
         let sender = negotiated.media.compactMap(\.hostSender).first
         receiver = PeerReceiver(localSSRC: SSRC(rawValue: sender?.ssrc ?? UInt32(truncatingIfNeeded: seed | 1)),
                                 cname: sender?.cname ?? "tessera", reducedSize: negotiated.media.allSatisfy(\.reducedSizeRTCP),
@@ -72,7 +62,56 @@ public final class ParticipantInbound {
         for section in inbound.sections {
             if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc)) }
         }
-        videoReceiver?.onKeyFrameNeeded = { [weak self] in self?.videoKeyFrameNeeded = true }
+        startMicrophoneAndCamera(among: inbound.sections)
+    }
+
+    /// Takes a renegotiated session (`PATCH` with an SDP offer): sections it added are received,
+    /// sections it stopped (port 0) are forgotten. Returns the sources that ended with them
+    /// (published before), for `trackEnded`.
+    public func renegotiate(_ negotiated: NegotiatedSession) -> [String] {
+        let previous = inbound
+        inbound = InboundSections(negotiated, previous: previous)
+        var ended: [String] = []
+        for section in previous.sections where inbound.section(mid: section.mid) == nil {
+            if published.remove(section.mid) != nil { ended.append(source(of: section)) }
+            if let ssrc = section.mediaSSRC { receiver.remove(mediaSSRC: ssrc) }
+            if section.mid == microphoneMid {
+                microphoneMid = nil
+                audioReceiver = nil
+            }
+            if section.mid == cameraMid {
+                cameraMid = nil
+                videoReceiver = nil
+                cameraSSRC = nil
+                videoStalledSince = nil
+                cameraSync = CameraSync()
+                cameraTrack.end()
+            }
+        }
+        for section in inbound.sections {
+            if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc)) }
+        }
+        startMicrophoneAndCamera(among: inbound.sections.filter { previous.section(mid: $0.mid) == nil })
+        return ended
+    }
+
+    /// Starts the microphone's and the camera's decoders on the first audio and video section of
+    /// `sections`, where there is none yet.
+    private func startMicrophoneAndCamera(among sections: [InboundSections.Section]) {
+        if microphoneMid == nil, let section = sections.first(where: { !$0.isVideo }) {
+            microphoneMid = section.mid
+            do { audioReceiver = try AudioReceiver(channels: 1) } catch { startFailures.append(("opus-decoder", error)) }
+        }
+        if cameraMid == nil, let section = sections.first(where: \.isVideo) {
+            cameraMid = section.mid
+            if cameraTrack.readyState == .ended { cameraTrack = VideoTrack(id: "\(identity)/camera") }
+            do {
+                videoReceiver = try VideoReceiver(maximumPixels: 1920 * 1088)
+                videoReceiver?.onKeyFrameNeeded = { [weak self] in self?.videoKeyFrameNeeded = true }
+            } catch {
+                startFailures.append(("vp8-decoder", error))
+            }
+        }
     }
 
     /// What an arriving packet meant beyond its media.
@@ -97,13 +136,13 @@ public final class ParticipantInbound {
         guard case .media(let media) = receiver.receive(packet, now: now) else { return nil }
         packetsReceived += 1
         bytesReceived += media.payload.count
-        if index == audioSection, let audioReceiver {
+        if section.mid == microphoneMid, let audioReceiver {
             // A malformed level is no level: the packet is decoded as any other.
             let level = (try? media.headerExtension(AudioLevel.self, in: inbound.extensions)) ?? nil
             audioReceiver.receive(payload: Array(media.payload), sequenceNumber: media.sequenceNumber,
                                   timestamp: media.timestamp, arrival: now, level: level)
         }
-        if index == videoSection, let videoReceiver {
+        if section.mid == cameraMid, let videoReceiver {
             cameraSSRC = media.ssrc
             let wasWaiting = videoReceiver.isWaitingForKeyFrame
             let began = ContinuousClock.now
@@ -111,9 +150,9 @@ public final class ParticipantInbound {
             decodeTime += ContinuousClock.now - began
             take(pictures, now: now, wasWaiting: wasWaiting)
         }
-        guard published.insert(index).inserted else { return nil }
-        let undecodable = (index == audioSection && audioReceiver == nil) || (index == videoSection && videoReceiver == nil)
-        return undecodable ? .undecodable(source: source(of: index)) : .published(source: source(of: index))
+        guard published.insert(section.mid).inserted else { return nil }
+        let undecodable = (section.mid == microphoneMid && audioReceiver == nil) || (section.mid == cameraMid && videoReceiver == nil)
+        return undecodable ? .undecodable(source: source(of: section)) : .published(source: source(of: section))
     }
 
     /// Takes the participant's RTCP: sender reports about its streams (for the receiver reports'
@@ -140,7 +179,7 @@ public final class ParticipantInbound {
     public var nextTimeout: Instant? { receiver.nextTimeout }
 
     /// The tracks that had media, by source name, in section order.
-    public var publishedSources: [String] { published.sorted().map(source(of:)) }
+    public var publishedSources: [String] { inbound.sections.filter { published.contains($0.mid) }.map(source(of:)) }
 
     /// The participant left: its camera ends.
     public func end() { cameraTrack.end() }
@@ -159,7 +198,7 @@ public final class ParticipantInbound {
     /// each composite is drawn, `drawInterval` apart.
     public func releaseCamera(now: Instant, drawInterval: Duration) {
         var clocks: (audio: SenderClock, video: SenderClock)?
-        if let audioSection, let microphoneSSRC = inbound[audioSection].mediaSSRC, let cameraSSRC,
+        if let microphoneSSRC = microphoneMid.flatMap(inbound.section(mid:))?.mediaSSRC, let cameraSSRC,
            let audio = receiver.senderClock(of: microphoneSSRC),
            let video = receiver.senderClock(of: cameraSSRC) {
             clocks = (audio, video)
@@ -184,12 +223,10 @@ public final class ParticipantInbound {
         }
     }
 
-    /// The contract's track names: the first audio section is the microphone, the first video
-    /// section the camera, a second video section the screen.
-    private func source(of index: Int) -> String {
-        guard inbound[index].isVideo else { return "microphone" }
-        let videoBefore = inbound.sections[..<index].filter(\.isVideo).count
-        return videoBefore == 0 ? "camera" : "screen"
+    /// The contract's track names: the microphone's section, the camera's, and another video
+    /// section is the screen.
+    private func source(of section: InboundSections.Section) -> String {
+        section.isVideo ? (section.mid == cameraMid ? "camera" : "screen") : "microphone"
     }
 
     private static func source(_ section: InboundSections.Section, ssrc: SSRC) -> PeerReceiver.Source {

@@ -22,6 +22,10 @@ public struct ParticipantOutbound {
     private var videoStream: RTPSendStream?
     /// Which encoding its feedback calls for; nil when it gets no video.
     private var chooser: CompositeEncodingChooser?
+    /// Draws the random starts of streams added by renegotiation.
+    private var generator: SplitMix64
+    private let wallClock: NTPClockMapping
+    private let room: RoomConfiguration
     /// The transport-cc header extension's id and the next transport-wide sequence number
     /// (draft-holmer-rmcat-transport-wide-cc-extensions-01 §2), when negotiated.
     private var transportWide: (id: UInt8, next: UInt16)?
@@ -52,41 +56,63 @@ public struct ParticipantOutbound {
     /// A participant's outbound streams: the mix and composite on its sections' host SSRCs, RTX
     /// on the composite when negotiated; `wallClock` maps instants to NTP time for the SRs.
     public init(negotiated: NegotiatedSession, seed: UInt64, wallClock: NTPClockMapping, configuration room: RoomConfiguration) {
-        var generator = SplitMix64(seed: seed)
+        generator = SplitMix64(seed: seed)
+        self.wallClock = wallClock
+        self.room = room
+        follow(negotiated, renegotiated: false)
+    }
+
+    /// Follows the session as (re)negotiated: the mix goes on the first audio section the host
+    /// sends on, the composite on the first such video section. A stream whose section stays
+    /// goes on as it was (sequence numbers, SR counts, history); one whose section stopped ends;
+    /// a new one starts, and new video waits for a key frame.
+    public mutating func renegotiate(_ negotiated: NegotiatedSession) { follow(negotiated, renegotiated: true) }
+
+    private mutating func follow(_ negotiated: NegotiatedSession, renegotiated: Bool) {
         let inbound = InboundSections(negotiated)
-        audioSender = inbound.sections.first { !$0.isVideo }.flatMap { section in
-            section.hostSender.map {
-                AudioRTPSender(ssrc: SSRC(rawValue: $0.ssrc), payloadType: section.codecPayloadType,
-                               sequenceNumber: .random(in: 0...UInt16.max, using: &generator),
-                               timestamp: .random(in: 0...UInt32.max, using: &generator))
-            }
-        }
-        let videoSection = inbound.sections.first(where: \.isVideo)
-        videoOut = videoSection.flatMap { section in
-            section.hostSender.map { (SSRC(rawValue: $0.ssrc), section.codecPayloadType, UInt16.random(in: 0...UInt16.max, using: &generator)) }
-        }
-        chooser = videoOut.map {
-            CompositeEncodingChooser(hostVideo: $0.ssrc, mainBitrate: room.bitrate, lowBitrate: room.lowBitrate, smallBitrate: room.smallBitrate)
-        }
-        transportWide = inbound.extensions.transportSequenceNumberID.map { ($0, .random(in: 0...UInt16.max, using: &generator)) }
-        audioStream = audioSender.map { sender in
+        let sections = inbound.sections
+        let audioSection = sections.first { !$0.isVideo && $0.hostSender != nil }
+        let videoSection = sections.first { $0.isVideo && $0.hostSender != nil }
+        if let section = audioSection, let host = section.hostSender, audioSender?.ssrc.rawValue != host.ssrc {
+            let sender = AudioRTPSender(ssrc: SSRC(rawValue: host.ssrc), payloadType: section.codecPayloadType,
+                                        sequenceNumber: .random(in: 0...UInt16.max, using: &generator),
+                                        timestamp: .random(in: 0...UInt32.max, using: &generator))
             var configuration = RTPSendStream.Configuration(ssrc: sender.ssrc, clockRate: 48_000)
             configuration.retransmission.capacity = 64
             configuration.retransmission.maxBytesPerSecond = Self.audioRetransmissionBudget
-            return RTPSendStream(configuration: configuration, clock: wallClock)
+            audioSender = sender
+            audioStream = RTPSendStream(configuration: configuration, clock: wallClock)
+        } else if audioSection == nil {
+            audioSender = nil
+            audioStream = nil
         }
-        videoStream = videoOut.map { out in
+        if let section = videoSection, let host = section.hostSender, videoOut?.ssrc.rawValue != host.ssrc {
+            let out = (ssrc: SSRC(rawValue: host.ssrc), payloadType: section.codecPayloadType,
+                       sequenceNumber: UInt16.random(in: 0...UInt16.max, using: &generator))
             var configuration = RTPSendStream.Configuration(ssrc: out.ssrc, clockRate: 90_000)
             // RFC 4588: resends on the RTX stream when the section negotiated one.
-            if let section = videoSection, let rtxSSRC = section.hostSender?.rtxSSRC, let rtxPayloadType = section.rtxPayloadType {
+            if let rtxSSRC = host.rtxSSRC, let rtxPayloadType = section.rtxPayloadType {
                 configuration.rtx = RTXConfiguration(ssrc: SSRC(rawValue: rtxSSRC), payloadType: rtxPayloadType,
                                                      associatedPayloadType: out.payloadType)
             }
             configuration.retransmission = Self.retransmission
             configuration.retransmission.maxBytesPerSecond = Self.retransmissionBudget(bitrate: room.bitrate)
-            return RTPSendStream(configuration: configuration, clock: wallClock,
-                                 firstRTXSequenceNumber: .random(in: 0...UInt16.max, using: &generator))
+            videoOut = out
+            videoStream = RTPSendStream(configuration: configuration, clock: wallClock,
+                                        firstRTXSequenceNumber: .random(in: 0...UInt16.max, using: &generator))
+            chooser = CompositeEncodingChooser(hostVideo: out.ssrc, mainBitrate: room.bitrate, lowBitrate: room.lowBitrate,
+                                               smallBitrate: room.smallBitrate)
+            videoEncoding = .main
+            // Added by renegotiation: it starts at a key frame of its encoding.
+            awaitingKeyFrame = renegotiated
+            videoSwitchRequested = false
+        } else if videoSection == nil {
+            videoOut = nil
+            videoStream = nil
+            chooser = nil
         }
+        // The extension's id stays across renegotiations (RFC 8285 §6); the numbering goes on.
+        transportWide = inbound.extensions.transportSequenceNumberID.map { ($0, transportWide?.next ?? .random(in: 0...UInt16.max, using: &generator)) }
     }
 
     /// The composite's encoding changed: its resend budget follows the new rate.

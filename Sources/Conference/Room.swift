@@ -125,6 +125,28 @@ public final class Room {
         return participant
     }
 
+    /// Takes a participant's renegotiated session (`PATCH` with an SDP offer): m-lines it added
+    /// are received and sent on, m-lines it stopped end their tracks (`trackEnded`, reason
+    /// "m-line stopped"); its mix, composite and tile follow.
+    public func renegotiate(_ id: String, negotiated: NegotiatedSession, now: Instant) {
+        guard let participant = participant(id: id) else { return }
+        let camera = participant.inbound.cameraTrack
+        let failuresKnown = participant.inbound.startFailures.count
+        for source in participant.inbound.renegotiate(negotiated) {
+            emit(.event(RoomEvent(.trackEnded, room: name, participant: id, identity: participant.identity, source: source,
+                                  reason: "m-line stopped")))
+        }
+        startFailures += participant.inbound.startFailures.dropFirst(failuresKnown)
+        participant.outbound.renegotiate(negotiated)
+        mixer.add(id, receiver: participant.inbound.audioReceiver, listens: participant.outbound.receivesAudio)
+        refreshHearing()
+        if participant.inbound.cameraTrack !== camera {
+            participant.inbound.cameraTrack.isMuted = participant.videoMuted
+            applyLayout(publish: false)
+        }
+        serviceRTCP(participant, now: now)
+    }
+
     /// ICE checks arrived.
     public func connected(_ id: String) {
         guard let participant = participant(id: id), participant.state == .connecting else { return }

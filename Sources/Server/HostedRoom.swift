@@ -97,12 +97,17 @@ final class HostedRoom {
     /// The participant's session as last negotiated.
     func session(_ id: String) -> AcceptedOffer? { sessions[id] }
 
-    /// Takes a renegotiation's answer (same m-lines): on new ICE credentials its transport
-    /// restarts ICE and the port knows it by its new ufrag. False when the participant is gone
-    /// or renegotiated meanwhile from another session than `previous`.
+    /// Takes a renegotiation's answer: the room follows its m-lines (`Room.renegotiate`); on new
+    /// ICE credentials its transport restarts ICE and the port knows it by its new ufrag. False
+    /// when the participant is gone or renegotiated meanwhile from another session than `previous`.
     func renegotiated(_ id: String, from previous: AcceptedOffer, to accepted: AcceptedOffer) -> Bool {
-        guard let peer = peers[id], sessions[id]?.localICE == previous.localICE, let transport = port.transport(peer) else { return false }
+        guard let peer = peers[id], sessions[id]?.negotiated.answer == previous.negotiated.answer,
+              let transport = port.transport(peer) else { return false }
         sessions[id] = accepted
+        defer { carryOut() }
+        if accepted.negotiated.media != previous.negotiated.media {
+            room.renegotiate(id, negotiated: accepted.negotiated, now: loop.clock.now())
+        }
         if accepted.restartsICE(from: previous) {
             transport.restartICE(local: accepted.localICE, remote: accepted.remoteICE, now: loop.clock.now())
             port.changeUfrag(of: peer, to: accepted.localICE.ufrag)

@@ -20,25 +20,53 @@ struct AcceptedOffer: Sendable {
     let remoteICE: ICECredentials
     let remoteFingerprints: [CertificateFingerprint]
 
-    /// Reads an offer and answers it. `sends(kind)` says whether the host sends media of that kind
-    /// on the sections of that kind (each gets its own SSRC).
+    /// Which of an offer's sections the host sends on.
+    enum SendingRule {
+        /// Every audio and video section (the echo).
+        case everySection
+        /// The first live audio and the first live video section: a participant's mix and composite.
+        case firstOfEachKind
+
+        /// The mids the host sends on. A section the offer disabled (port 0 without
+        /// `a=bundle-only`, RFC 8843 §6) gets nothing.
+        func mids(in offer: SessionDescription) -> [String] {
+            var kinds: Set<String> = []
+            return offer.media.compactMap { section in
+                guard section.kind == .audio || section.kind == .video, section.port != 0 || section.hasAttribute("bundle-only"),
+                      let mid = section.mid else { return nil }
+                return self == .everySection || kinds.insert(section.kind.name).inserted ? mid : nil
+            }
+        }
+    }
+
+    /// What the host sends on the sections `rule` picks: a sender kept from `previous` for a mid
+    /// it had, else a new SSRC (and an RTX SSRC for video, RFC 4588, announced only when the
+    /// offer has RTX).
+    private static func senders(for offer: SessionDescription, rule: SendingRule, previous: [String: HostSender] = [:],
+                                using generator: inout some RandomNumberGenerator) -> [String: HostSender] {
+        let cname = previous.values.first?.cname ?? "tessera-" + String(UInt32.random(in: 1...UInt32.max, using: &generator), radix: 36)
+        let sending = Set(rule.mids(in: offer))
+        var senders: [String: HostSender] = [:]
+        for section in offer.media {
+            guard let mid = section.mid, sending.contains(mid) else { continue }
+            senders[mid] = previous[mid] ?? HostSender(
+                ssrc: UInt32.random(in: 1...UInt32.max, using: &generator),
+                rtxSSRC: section.kind == .video ? UInt32.random(in: 1...UInt32.max, using: &generator) : nil,
+                cname: cname, streamID: cname, trackID: "\(section.kind.name)-\(mid)")
+        }
+        return senders
+    }
+
+    /// Reads an offer and answers it, sending on the sections `rule` picks (each gets its own SSRC).
     init(offer body: [UInt8], host: MediaHost, feedback: [RTCPFeedback], headerExtensions: [String] = AcceptedOffer.headerExtensions,
-         sends: (MediaKind) -> Bool) throws(OfferRejection) {
+         sending rule: SendingRule) throws(OfferRejection) {
         let offer: SessionDescription
         do { offer = try SessionDescription(parsing: body) } catch {
             throw OfferRejection(error: "unreadable SDP", detail: error.description)
         }
         var generator = SystemRandomNumberGenerator()
         let localICE = ICECredentials.random(using: &generator)
-        let cname = "tessera-" + String(UInt32.random(in: 1...UInt32.max, using: &generator), radix: 36)
-        var senders: [String: HostSender] = [:]
-        for section in offer.media where sends(section.kind) {
-            guard let mid = section.mid else { continue }
-            // Video gets an RTX stream too (RFC 4588), announced only when the offer has RTX.
-            senders[mid] = HostSender(ssrc: UInt32.random(in: 1...UInt32.max, using: &generator),
-                                      rtxSSRC: section.kind == .video ? UInt32.random(in: 1...UInt32.max, using: &generator) : nil,
-                                      cname: cname, streamID: cname, trackID: "\(section.kind.name)-\(mid)")
-        }
+        let senders = Self.senders(for: offer, rule: rule, using: &generator)
         let parameters = HostParameters(
             iceUsernameFragment: localICE.ufrag, icePassword: localICE.password,
             fingerprintSHA256: host.certificate.fingerprint.sdpValue, candidateAddresses: host.candidateAddresses,
@@ -82,20 +110,29 @@ struct AcceptedOffer: Sendable {
     ]
 
     /// A renegotiation (`PATCH …/participants/{pid}` with an SDP offer) of a session answered
-    /// before: the same m-lines (by mid, in order) and the same DTLS certificate, answered with
-    /// the host's same SSRCs and session id (its version one up). New ICE credentials in the
-    /// offer are an ICE restart (RFC 8445 §9): the host answers with new ones too.
+    /// before, under the same DTLS certificate, answered with the same session id (its version
+    /// one up). Its m-lines are the session's, in order (RFC 8829 §5.2.2): it may add m-lines at
+    /// the end, stop one (port 0), or reuse a stopped one for a new mid, never drop or change a
+    /// live one. The host's streams on the sections that stay keep their SSRCs. New ICE
+    /// credentials in the offer are an ICE restart (RFC 8445 §9): the host answers with new ones too.
     init(reoffer body: [UInt8], previous: AcceptedOffer, host: MediaHost, feedback: [RTCPFeedback]) throws(OfferRejection) {
         let offer: SessionDescription
         do { offer = try SessionDescription(parsing: body) } catch {
             throw OfferRejection(error: "unreadable SDP", detail: error.description)
         }
-        let previousMids = previous.negotiated.answer.media.compactMap(\.mid)
-        guard offer.media.compactMap(\.mid) == previousMids,
-              zip(offer.media, previous.negotiated.answer.media).allSatisfy({ $0.kind == $1.kind }) else {
-            throw OfferRejection(error: "m-lines changed", detail: "the offer's m-lines must be the session's (\(previousMids.joined(separator: ", ")), in order); adding or removing them is not supported yet: leave and join again", status: 409)
+        let before = previous.negotiated.answer.media
+        guard offer.media.count >= before.count else {
+            throw OfferRejection(error: "m-lines removed", detail: "the session has \(before.count) m-lines and the offer \(offer.media.count): an offer keeps every m-line (RFC 8829 §5.2.2); stop one with port 0 instead", status: 409)
         }
-        let senders = Dictionary(uniqueKeysWithValues: previous.negotiated.media.compactMap { media in media.hostSender.map { (media.mid, $0) } })
+        for (index, (old, new)) in zip(before, offer.media).enumerated() where old.port != 0 {
+            guard new.mid == old.mid, new.kind == old.kind else {
+                throw OfferRejection(error: "m-lines changed", detail: "m-line \(index) is \(old.kind.name) mid \(old.mid ?? "-") in the session and \(new.kind.name) mid \(new.mid ?? "-") in the offer: a live m-line keeps its place, kind and mid (RFC 8829 §5.2.2)", status: 409)
+            }
+        }
+        var generator = SystemRandomNumberGenerator()
+        let previousSenders = Dictionary(previous.negotiated.media.compactMap { media in media.hostSender.map { (media.mid, $0) } },
+                                         uniquingKeysWith: { first, _ in first })
+        let senders = Self.senders(for: offer, rule: .firstOfEachKind, previous: previousSenders, using: &generator)
         let sessionID = UInt64(previous.negotiated.answer.origin.sessionID) ?? 1
         let version = (UInt64(previous.negotiated.answer.origin.sessionVersion) ?? 1) &+ 1
         func answer(localICE: ICECredentials) throws(OfferRejection) -> NegotiatedSession {

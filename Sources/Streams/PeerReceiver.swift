@@ -83,6 +83,16 @@ public struct PeerReceiver: Sendable {
         scheduler.members = streams.count + 1
     }
 
+    /// Stops receiving the source of `mediaSSRC` (its m-line was stopped by renegotiation): no
+    /// more reports, NACKs or key frame requests about it, and its packets are unknown.
+    public mutating func remove(mediaSSRC: SSRC) {
+        guard let index = streams.firstIndex(where: { $0.configuration.mediaSSRC == mediaSSRC }) else { return }
+        streams.remove(at: index)
+        retransmissions = retransmissions.filter { $0.value.index != index }
+            .mapValues { entry in (entry.configuration, entry.index > index ? entry.index - 1 : entry.index) }
+        scheduler.members = streams.count + 1
+    }
+
     /// Takes an RTP packet from the peer.
     public mutating func receive(_ packet: RTPPacket, now: Instant) -> Reception {
         if let index = streams.firstIndex(where: { $0.configuration.mediaSSRC == packet.ssrc }) {

@@ -26,7 +26,7 @@ final class MemoryPeer {
     let identity: String
     let tone: Double
     let colour: YUVColor
-    let negotiated: NegotiatedSession
+    private(set) var negotiated: NegotiatedSession
     var id = ""
     var up: NetEm<WirePacket>
     var down: NetEm<WirePacket>
@@ -43,7 +43,7 @@ final class MemoryPeer {
     private var packetizer: VideoSender
     private var videoStream: RTPSendStream
     let hostAudioSSRC: SSRC?
-    private let hostVideoSSRC: SSRC?
+    private var hostVideoSSRC: SSRC?
     private var hostRTX: RTXConfiguration?
     /// Composite packets that came again on the host's RTX stream.
     private(set) var retransmissionsReceived = 0
@@ -52,7 +52,7 @@ final class MemoryPeer {
     /// Each new media packet of its mix and composite: SSRC, RTP timestamp and arrival.
     private(set) var arrivals: [(ssrc: SSRC, timestamp: UInt32, at: Instant)] = []
     private let mix: AudioReceiver
-    private let composite: VideoReceiver
+    private var composite: VideoReceiver
     /// Receive repair of the composite, as a browser does it: NACK, PLI, receiver reports.
     private var feedback: PeerReceiver
     private var keyFrameNeeded = false
@@ -75,15 +75,10 @@ final class MemoryPeer {
         audioSSRC = UInt32(1000 + index * 10)
         videoSSRC = audioSSRC + 1
         let rtxSSRC = audioSSRC + 2
-        let offer = ClientOffer(ice: ICECredentials.random(), fingerprint: CertificateFingerprint(algorithm: "sha-256", digest: Array(repeating: 7, count: 32)),
-                                cname: identity, sections: [.opus(mid: "0", ssrc: audioSSRC), .vp8(mid: "1", ssrc: videoSSRC, rtxSSRC: rtxSSRC)])
-        let host = HostParameters(iceUsernameFragment: "host\(index)", icePassword: "hostpasswordhostpassword",
-                                  fingerprintSHA256: Array(repeating: "AB", count: 32).joined(separator: ":"),
-                                  candidateAddresses: [HostCandidateAddress(address: "127.0.0.1", port: 50_000)],
-                                  senders: ["0": HostSender(ssrc: UInt32(5000 + index * 10), cname: "host", streamID: "host", trackID: "mix"),
-                                            "1": HostSender(ssrc: UInt32(5001 + index * 10), rtxSSRC: UInt32(5002 + index * 10), cname: "host", streamID: "host", trackID: "composite")],
-                                  sessionID: 1)
-        negotiated = try negotiate(offer: offer.description, host: host)
+        self.index = index
+        offer = ClientOffer(ice: ICECredentials.random(), fingerprint: CertificateFingerprint(algorithm: "sha-256", digest: Array(repeating: 7, count: 32)),
+                            cname: identity, sections: [.opus(mid: "0", ssrc: audioSSRC), .vp8(mid: "1", ssrc: videoSSRC, rtxSSRC: rtxSSRC)])
+        negotiated = try negotiate(offer: offer.description, host: Self.host(index: index, mids: ["0", "1"]))
         hostAudioSSRC = negotiated.media.first { $0.kind == .audio }?.hostSender.map { SSRC(rawValue: $0.ssrc) }
         hostVideoSSRC = negotiated.media.first { $0.kind == .video }?.hostSender.map { SSRC(rawValue: $0.ssrc) }
         let videoPayloadType = PayloadType(rawValue: negotiated.media.first { $0.kind == .video }?.codec.payloadType ?? 96)
@@ -114,6 +109,63 @@ final class MemoryPeer {
         composite.onKeyFrameNeeded = { [weak self] in self?.keyFrameNeeded = true }
     }
 
+    private let index: Int
+    private var offer: ClientOffer
+    /// Mids of m-lines it stopped (port 0, as a browser's stopped transceiver).
+    private var stopped: Set<String> = []
+
+    /// The host's side of its session: a sender per mid, the first two as at join.
+    private static func host(index: Int, mids: [String]) -> HostParameters {
+        var senders: [String: HostSender] = [:]
+        for (position, mid) in mids.enumerated() {
+            let ssrc = UInt32(5000 + index * 10 + (position == 0 ? 0 : 2 * position - 1))
+            senders[mid] = HostSender(ssrc: ssrc, rtxSSRC: position == 0 ? nil : ssrc + 1, cname: "host", streamID: "host",
+                                      trackID: position == 0 ? "mix" : "composite")
+        }
+        return HostParameters(iceUsernameFragment: "host\(index)", icePassword: "hostpasswordhostpassword",
+                              fingerprintSHA256: Array(repeating: "AB", count: 32).joined(separator: ":"),
+                              candidateAddresses: [HostCandidateAddress(address: "127.0.0.1", port: 50_000)],
+                              senders: senders, sessionID: 1)
+    }
+
+    /// Renegotiates as a browser does: the camera's m-line `stop`ped (port 0, out of the BUNDLE
+    /// group), and/or a camera m-line added with mid `add` (the same camera SSRC). Returns the
+    /// session the host agreed, for `Room.renegotiate`; it receives the composite on the first
+    /// live video m-line, and sends its camera while it has one.
+    func renegotiate(stop: String? = nil, add: String? = nil) throws -> NegotiatedSession {
+        if let stop { stopped.insert(stop) }
+        if let add { offer = ClientOffer(ice: offer.ice, fingerprint: offer.fingerprint, cname: offer.cname,
+                                         sections: offer.sections + [.vp8(mid: add, ssrc: videoSSRC, rtxSSRC: audioSSRC + 2)]) }
+        var description = offer.description
+        for index in description.media.indices where stopped.contains(description.media[index].mid ?? "") {
+            description.media[index].port = 0
+        }
+        description.attributes = description.attributes.map { attribute in
+            guard case .group(let group) = attribute.typed else { return attribute }
+            return .group(MediaGroup(semantics: group.semantics, mids: group.mids.filter { !stopped.contains($0) }))
+        }
+        negotiated = try negotiate(offer: description, host: Self.host(index: index, mids: offer.sections.map(\.mid)))
+        let video = negotiated.media.first { $0.kind == .video }
+        let videoSSRC = video?.hostSender.map { SSRC(rawValue: $0.ssrc) }
+        if videoSSRC != hostVideoSSRC {
+            // Another m-line is another receiver, with a decoder of its own (as in a browser).
+            composite = try VideoReceiver()
+            composite.onKeyFrameNeeded = { [weak self] in self?.keyFrameNeeded = true }
+            lastPicture = nil
+        }
+        hostVideoSSRC = videoSSRC
+        sendsVideo = video != nil
+        if let video, let sender = video.hostSender, let rtxSSRC = sender.rtxSSRC, let rtxPayloadType = video.codec.rtxPayloadType {
+            let payloadType = PayloadType(rawValue: video.codec.payloadType)
+            hostRTX = RTXConfiguration(ssrc: SSRC(rawValue: rtxSSRC), payloadType: PayloadType(rawValue: rtxPayloadType), associatedPayloadType: payloadType)
+            feedback.add(PeerReceiver.Source(mediaSSRC: SSRC(rawValue: sender.ssrc), clockRate: 90_000, isVideo: true, rtx: hostRTX, nack: true))
+        }
+        return negotiated
+    }
+
+    /// Sends no camera while false (its camera m-line is stopped).
+    private var sendsVideo = true
+
     /// 20 ms of its tone, as one Opus RTP packet.
     func sendAudio(now: Instant) throws {
         let frame = sends ? toneFrame(tone, frame: audioFrames)
@@ -128,7 +180,7 @@ final class MemoryPeer {
 
     /// One picture of its colour, packetized, each packet remembered for RTX.
     func sendVideo(now: Instant) throws {
-        guard sends else { return }
+        guard sends, sendsVideo else { return }
         let picture = I420Frame(width: Self.cameraSize.width, height: Self.cameraSize.height, color: colour, timestamp: now)
         for frame in try camera.encode(picture) {
             for packet in packetizer.packetize(frame) {

@@ -136,6 +136,32 @@ import WireTesting
         #expect(harness.events.filter { $0.identity == "b" }.map(\.type).suffix(2) == [.trackMuted, .trackUnmuted])
     }
 
+    /// Renegotiation as a browser does it: b stops its camera's m-line (port 0), so its camera
+    /// ends, its tile shows the placeholder, and it is sent no composite, while its voice and mix
+    /// go on; then it adds a camera m-line back (a new mid), and its colour and composite return.
+    @Test func aStoppedCameraMLineEndsTheCameraAndAnAddedOneBringsItBack() throws {
+        let (harness, a, b, _) = try threeInARoom()
+        try harness.run(for: .seconds(1))
+        harness.room.renegotiate(b.id, negotiated: try b.renegotiate(stop: "1"), now: harness.now)
+        let stoppedAt = harness.now + .milliseconds(300)
+        try harness.run(for: .milliseconds(300))
+        let decodedByB = b.picturesDecoded
+        try harness.run(for: .seconds(1))
+        expectSees(a, [(x: 0.75, y: 0.25, colour: Room.placeholderColor), (x: 0.25, y: 0.25, colour: Self.red)])
+        expectHears(a, since: stoppedAt, heard: [660, 880], silent: [440])
+        expectHears(b, since: stoppedAt, heard: [440, 880], silent: [660])
+        #expect(b.picturesDecoded == decodedByB, "b's composite m-line is stopped: it is sent no pictures")
+        let ended = harness.events.filter { $0.identity == "b" && $0.type == .trackEnded }
+        #expect(ended.map(\.source) == ["camera"] && ended.first?.reason == "m-line stopped")
+
+        harness.room.renegotiate(b.id, negotiated: try b.renegotiate(add: "2"), now: harness.now)
+        try harness.run(for: .milliseconds(1500))
+        expectSees(a, Self.grid3(Self.red, Self.green, Self.blue))
+        expectSees(b, Self.grid3(Self.red, Self.green, Self.blue))
+        #expect(b.picturesDecoded > decodedByB + 10, "the composite comes on the new m-line")
+        #expect(harness.events.filter { $0.identity == "b" && $0.type == .trackPublished }.map(\.source) == ["microphone", "camera", "camera"])
+    }
+
     /// The room's lifecycle: the last leave stops its ticks and its encoders; a later join
     /// starts them again, with a fresh encoder whose first frame is a key frame.
     @Test func theLastLeaveStopsTheRoomAndAJoinStartsItAgain() throws {

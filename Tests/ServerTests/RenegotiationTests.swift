@@ -63,29 +63,65 @@ import Wire
         #expect(try client.delete() == 204)
     }
 
-    /// What a renegotiation cannot do yet is refused with 409 and a reason, and the session goes
-    /// on: an m-line added, another certificate; unreadable SDP is 400.
-    @Test func changedMLinesOrCertificateAreRefusedAndTheSessionGoesOn() throws {
+    /// An offer with the session's m-lines and `extra` after them, the mids in `stopped` at
+    /// port 0 and out of the BUNDLE group (a browser's stopped transceivers).
+    private func offer(_ client: EchoLoopbackClient, extra: [ClientOffer.Section] = [], stopped: Set<String> = [],
+                       fingerprint: CertificateFingerprint? = nil) -> SessionDescription {
+        var description = ClientOffer(ice: client.ice, fingerprint: fingerprint ?? client.certificate.fingerprint, setup: .actpass,
+                                      cname: client.cname, sections: client.sections + extra).description
+        for index in description.media.indices where stopped.contains(description.media[index].mid ?? "") {
+            description.media[index].port = 0
+        }
+        description.attributes = description.attributes.map { attribute in
+            guard case .group(let group) = attribute.typed else { return attribute }
+            return .group(MediaGroup(semantics: group.semantics, mids: group.mids.filter { !stopped.contains($0) }))
+        }
+        return description
+    }
+
+    /// M-lines added after the session's are answered and the host's streams on the others keep
+    /// their SSRCs; a stopped m-line is answered stopped (port 0) and the mix goes on; an offer
+    /// that drops an m-line or changes a live one, or brings another certificate, is refused
+    /// with 409 and a reason, and the session goes on; unreadable SDP is 400.
+    @Test func mLinesAreAddedAndStoppedAndWhatJSEPForbidsIsRefused() throws {
         let host = try host()
         defer { host.stop() }
         let client = try EchoLoopbackClient(httpPort: host.http.address.port, name: "b")
         try client.connect(timeout: .seconds(3), path: "/v1/rooms/renegotiate/participants?identity=b")
-        let location = try #require(client.answer?.location)
-        let more = client.sections + [.vp8(mid: "2", ssrc: 77, direction: .recvonly)]
-        let added = try patch(client, location, ClientOffer(ice: client.ice, fingerprint: client.certificate.fingerprint, setup: .actpass,
-                                                            cname: client.cname, sections: more).description)
-        #expect(added.status == 409 && added.text.contains("m-lines"), "\(added.text)")
-        let other = try DTLSCertificate()
-        let recertified = try patch(client, location, ClientOffer(ice: client.ice, fingerprint: other.fingerprint, setup: .actpass,
-                                                                  cname: client.cname, sections: client.sections).description)
+        let first = try #require(client.answer)
+        let location = first.location
+
+        let added = try patch(client, location, offer(client, extra: [.vp8(mid: "2", ssrc: 77, direction: .recvonly)]))
+        #expect(added.status == 200, "\(added.text)")
+        let withScreen = try SessionDescription(parsing: added.body)
+        #expect(withScreen.media.map(\.mid) == ["0", "1", "2"])
+        #expect(withScreen.media.map(\.port).allSatisfy { $0 != 0 }, "every m-line is accepted")
+        #expect(withScreen.media[2].direction == .inactive, "the host has nothing to send on a second video m-line yet")
+        let addedAnswer = try ClientAnswer(contentType: "application/sdp", location: location, body: added.body)
+        #expect(addedAnswer.hostSSRCs == first.hostSSRCs, "the host's mix and composite keep their SSRCs")
+        #expect(Int(withScreen.origin.sessionVersion) == (Int(first.description.origin.sessionVersion) ?? 0) + 1)
+
+        let stopped = try patch(client, location, offer(client, extra: [.vp8(mid: "2", ssrc: 77, direction: .recvonly)], stopped: ["2"]))
+        #expect(stopped.status == 200, "\(stopped.text)")
+        #expect(try SessionDescription(parsing: stopped.body).media.map(\.port).last == 0, "a stopped m-line is answered stopped")
+
+        let dropped = try patch(client, location, offer(client))
+        #expect(dropped.status == 409 && dropped.text.contains("m-lines removed"), "\(dropped.text)")
+        var renamed = offer(client, extra: [.vp8(mid: "2", ssrc: 77, direction: .recvonly)], stopped: ["2"])
+        renamed.media[1].attributes = renamed.media[1].attributes.map { $0.name == "mid" ? .mid("x") : $0 }
+        let changed = try patch(client, location, renamed)
+        #expect(changed.status == 409 && changed.text.contains("m-lines changed"), "\(changed.text)")
+        let recertified = try patch(client, location, offer(client, extra: [.vp8(mid: "2", ssrc: 77, direction: .recvonly)], stopped: ["2"],
+                                                            fingerprint: try DTLSCertificate().fingerprint))
         #expect(recertified.status == 409 && recertified.text.contains("certificate"), "\(recertified.text)")
         let garbage = try client.http.send("PATCH", location, headers: ["Content-Type": "application/sdp"], body: Array("v=0\r\nnonsense".utf8))
         #expect(garbage.status == 400)
-        // The same offer again: no ICE restart, the same credentials answered.
-        let same = try patch(client, location, client.offer())
+
+        // The session as it stands, offered again: no ICE restart, the same credentials answered.
+        let same = try patch(client, location, offer(client, extra: [.vp8(mid: "2", ssrc: 77, direction: .recvonly)], stopped: ["2"]))
         #expect(same.status == 200)
         let answer = try ClientAnswer(contentType: "application/sdp", location: location, body: same.body)
-        #expect(answer.hostICE == client.answer?.hostICE)
+        #expect(answer.hostICE == first.hostICE)
         let before = client.echoes.count
         #expect(client.pump(until: client.clock.now() + .seconds(2)) { client.echoes.count > before + 25 }, "the session goes on")
         #expect(try client.delete() == 204)

@@ -51,6 +51,26 @@ import Wire
         #expect(receiver.receive(videoPacket(ssrc: 0x9999, sequenceNumber: 1, timestamp: 0), now: at(32)) == .unknownSource)
     }
 
+    /// A source stopped by renegotiation is forgotten; the others (their RTX too) go on.
+    @Test func aRemovedSourceIsForgottenAndTheOthersGoOn() throws {
+        var receiver = PeerReceiver(localSSRC: host, cname: "tessera", reducedSize: false, seed: 1, now: start)
+        receiver.add(.init(mediaSSRC: microphone, clockRate: 48_000, isVideo: false, nack: false))
+        receiver.add(.init(mediaSSRC: camera, clockRate: 90_000, isVideo: true,
+                           rtx: RTXConfiguration(ssrc: cameraRTX, payloadType: 97, associatedPayloadType: 96), nack: true))
+        _ = receiver.receive(videoPacket(sequenceNumber: 1, timestamp: 0), now: at(0))
+        receiver.remove(mediaSSRC: microphone)
+        #expect(receiver.sources.map(\.mediaSSRC) == [camera])
+        #expect(receiver.receive(videoPacket(ssrc: microphone, sequenceNumber: 1, timestamp: 0), now: at(1)) == .unknownSource)
+        let lost = videoPacket(sequenceNumber: 2, timestamp: 0)
+        let rtx = RTXPacket.wrap(lost, configuration: RTXConfiguration(ssrc: cameraRTX, payloadType: 97, associatedPayloadType: 96),
+                                 sequenceNumber: 9)
+        #expect(receiver.receive(rtx, now: at(2)) == .media(lost), "the camera's RTX still finds its stream")
+        receiver.remove(mediaSSRC: camera)
+        #expect(receiver.sources.isEmpty)
+        #expect(receiver.receive(rtx, now: at(3)) == .unknownSource)
+        receiver.remove(mediaSSRC: camera)  // twice is nothing
+    }
+
     @Test func regularReportsCarryABlockPerSourceWithTheLoss() throws {
         var receiver = makeReceiver()
         for seq in UInt16(1)...100 where seq % 10 != 0 {

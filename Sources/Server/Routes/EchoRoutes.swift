@@ -15,7 +15,7 @@ extension HostAPI {
         let accepted: AcceptedOffer
         do {
             accepted = try AcceptedOffer(offer: request.body, host: media, feedback: AcceptedOffer.echoFeedback,
-                                         headerExtensions: AcceptedOffer.echoHeaderExtensions) { $0 == .audio || $0 == .video }
+                                         headerExtensions: AcceptedOffer.echoHeaderExtensions, sending: .everySection)
         } catch {
             return error.response
         }

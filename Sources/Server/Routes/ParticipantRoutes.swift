@@ -29,12 +29,9 @@ extension HostAPI {
             return .error(415, "wrong content type", detail: "send the SDP offer as application/sdp")
         }
         // The first audio and the first video section carry the mix and the composite back.
-        var sendingKinds: Set<String> = []
         let accepted: AcceptedOffer
         do {
-            accepted = try AcceptedOffer(offer: request.body, host: media, feedback: AcceptedOffer.feedback) { kind in
-                sendingKinds.insert(kind.name).inserted && (kind == .audio || kind == .video)
-            }
+            accepted = try AcceptedOffer(offer: request.body, host: media, feedback: AcceptedOffer.feedback, sending: .firstOfEachKind)
         } catch {
             return error.response
         }
@@ -82,8 +79,9 @@ extension HostAPI {
         }
     }
 
-    /// A new offer for the session (the same m-lines): answered `200` with the host's answer;
-    /// new ICE credentials in it restart ICE, and media goes on meanwhile.
+    /// A new offer for the session: answered `200` with the host's answer; m-lines it adds are
+    /// received and sent on, m-lines it stops end their tracks; new ICE credentials in it
+    /// restart ICE, and media goes on meanwhile.
     func renegotiate(room: String, id: String, _ body: [UInt8]) -> HTTPResponse {
         let rooms = self.rooms
         guard let previous = (try? media.runOnLoop({ rooms.value.hosting(room: room, id: id)?.session(id) })) ?? nil else {

@@ -3,7 +3,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { pc: null, location: null, events: null, room: null, recording: null, people: new Map() };
+const state = { pc: null, location: null, events: null, room: null, recording: null, people: new Map(), received: [] };
 
 $("identity").value ||= "guest-" + Math.random().toString(36).slice(2, 7);
 
@@ -56,6 +56,7 @@ function followEvents(room) {
                       "activeSpeakerChanged", "layoutChanged", "recordingStarted", "recordingStopped"]) {
     state.events.addEventListener(type, (message) => {
       const event = JSON.parse(message.data);
+      state.received = [...state.received.slice(-199), { ...event, type }];
       log(`${type} ${event.identity ?? ""} ${event.source ?? ""} ${event.reason ?? ""}`.trim());
       if (type === "joined" || type === "left") refreshRoom();
       if (type === "activeSpeakerChanged") {
@@ -116,28 +117,39 @@ function gathered(pc) {
   });
 }
 
+// Renegotiation: an offer PATCHed to the session, after a transceiver was added or stopped, or
+// with `iceRestart` to restart ICE; the host's answer is applied.
+async function renegotiate(pc, options = {}) {
+  await pc.setLocalDescription(await pc.createOffer(options));
+  await gathered(pc);
+  const response = await api("PATCH", state.location, pc.localDescription.sdp, "application/sdp");
+  await pc.setRemoteDescription({ type: "answer", sdp: await response.text() });
+}
+
+// Resolves true once `condition()` holds (polled every 250 ms), false after `ms`.
+function waitFor(condition, ms) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const poll = () => {
+      if (condition()) return resolve(true);
+      if (Date.now() - started >= ms) return resolve(false);
+      setTimeout(poll, 250);
+    };
+    poll();
+  });
+}
+
 // A failed connection (the network changed, or dropped for a while) restarts ICE by
-// renegotiation: an offer with new credentials PATCHed to the session. When that does not bring
-// it back within 10 s, the page leaves and joins again.
+// renegotiation: an offer with new credentials PATCHed to the session. When the host refuses it
+// (it no longer knows the session) or it does not bring the connection back within 10 s, the
+// page leaves and joins again.
 async function recover(pc) {
   if (state.recovering || state.pc !== pc) return;
   state.recovering = true;
   try {
     status("Connection lost: restarting ICE…");
-    await pc.setLocalDescription(await pc.createOffer({ iceRestart: true }));
-    await gathered(pc);
-    const response = await api("PATCH", state.location, pc.localDescription.sdp, "application/sdp");
-    await pc.setRemoteDescription({ type: "answer", sdp: await response.text() });
-    const back = await new Promise((resolve) => {
-      const started = Date.now();
-      const poll = () => {
-        if (pc.connectionState === "connected") return resolve(true);
-        if (Date.now() - started >= 10000) return resolve(false);
-        setTimeout(poll, 250);
-      };
-      poll();
-    });
-    if (!back) throw new Error("the ICE restart did not reconnect");
+    await renegotiate(pc, { iceRestart: true });
+    if (!await waitFor(() => pc.connectionState === "connected", 10000)) throw new Error("the ICE restart did not reconnect");
     status("Connection: connected (restored)");
   } catch (error) {
     status(`Connection lost (${error.message}): joining again…`);
@@ -316,7 +328,58 @@ async function restartIce() {
            hostUfragChanged: state.pc?.remoteDescription?.sdp.match(/a=ice-ufrag:(\S+)/)?.[1] !== ufrag };
 }
 
-window.tessera = { selfCheck, toneLevels, colourAt, restartIce };
+// For tests: a second video m-line added by renegotiation and sent (a test pattern, as a screen
+// share would be), then stopped by renegotiation; what the answers and the host's events said.
+async function addAndStopVideo(ms = 5000) {
+  const pc = state.pc, identity = $("identity").value.trim();
+  const canvas = Object.assign(document.createElement("canvas"), { width: 320, height: 180 });
+  const context = canvas.getContext("2d");
+  const paint = setInterval(() => {
+    context.fillStyle = `hsl(${Math.floor(Date.now() / 10) % 360} 80% 50%)`;
+    context.fillRect(0, 0, canvas.width, canvas.height);
+  }, 50);
+  const track = canvas.captureStream(15).getVideoTracks()[0];
+  const said = (type) => state.received.some((e) => e.type === type && e.identity === identity && e.source === "screen");
+  const result = {};
+  try {
+    const transceiver = pc.addTransceiver(track, { direction: "sendonly" });
+    await renegotiate(pc);
+    result.mid = transceiver.mid;
+    result.published = await waitFor(() => said("trackPublished"), ms);
+    transceiver.stop();
+    await renegotiate(pc);
+    result.answeredStopped = pc.remoteDescription.sdp.split("\r\nm=").some((m) => m.startsWith(`video 0 `) && m.includes(`a=mid:${result.mid}\r\n`));
+    result.ended = await waitFor(() => said("trackEnded"), ms);
+  } catch (error) {
+    result.error = error.message;
+  } finally {
+    clearInterval(paint);
+    track.stop();
+  }
+  result.connection = pc.connectionState;
+  return result;
+}
+
+// For tests: the host forgets this session (as a host that restarted would), then the page
+// recovers as after a failed connection: the ICE restart is refused and it joins again.
+async function rejoinAfterLostSession(ms = 15000) {
+  const pc = state.pc, location = state.location;
+  await api("DELETE", location);
+  await recover(pc);
+  const rejoined = await waitFor(() => state.pc && state.pc !== pc && state.pc.connectionState === "connected", ms);
+  const frames = async () => {
+    for (const report of (await state.pc?.getStats())?.values() ?? []) {
+      if (report.type === "inbound-rtp" && report.kind === "video") return report.framesDecoded ?? 0;
+    }
+    return 0;
+  };
+  const before = await frames();
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  return { rejoined, connection: state.pc?.connectionState, newSession: !!state.location && state.location !== location,
+           status: $("status").textContent, before, after: await frames() };
+}
+
+window.tessera = { selfCheck, toneLevels, colourAt, restartIce, addAndStopVideo, rejoinAfterLostSession };
 
 $("join").addEventListener("submit", join);
 $("leaveButton").addEventListener("click", leave);
