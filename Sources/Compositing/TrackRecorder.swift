@@ -64,7 +64,8 @@ public final class TrackRecorder {
     private let writer: WebMWriter
     private let videoEncoder: VP8Encoder?
     private let audioEncoder: OpusEncoder?
-    private let start: Instant
+    /// The instant the file's time zero stands for.
+    public let start: Instant
     private var lastVideoTime: Instant?
     private var audioSamplesWritten: Int64 = 0
     /// Where the first audio frame is placed: the instant it was mixed, since the start.

@@ -1,3 +1,4 @@
+import Foundation
 import Compositing
 import Streams
 import Media
@@ -73,6 +74,13 @@ final class LoadRoomModel {
 
     /// An instant of the run in NTP seconds, on the wall clock the host's SRs use.
     func ntpSeconds(at instant: Instant) -> Double { wallClock.ntp(at: instant).seconds }
+
+    /// The run's instant at a wall-clock time the host gave (the host's and this machine's wall
+    /// clocks taken as one: the same machine, or both kept by NTP).
+    func instant(at date: Date) -> Instant {
+        let ntp = date.timeIntervalSince1970 + Double(NTPTimestamp.unixEpochOffsetSeconds)
+        return wallClock.instant + .nanoseconds(Int64(((ntp - wallClock.ntp.seconds) * 1e9).rounded()))
+    }
 
     /// Whether the network is dark at `now`.
     func isDark(_ now: Instant) -> Bool { blackout?.contains(now) ?? false }

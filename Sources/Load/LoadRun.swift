@@ -184,8 +184,9 @@ public final class LoadRun {
         return ((cpu - cpuBefore) / span, frames)
     }
 
-    /// `POST …/recordings`: the host's answer gives the recording's id and file; it began about
-    /// halfway through the exchange.
+    /// `POST …/recordings`: the host's answer gives the recording's id, file, and the wall-clock
+    /// time its file's time zero stands for (a host without `start`: about halfway through the
+    /// exchange, which a slow host's late answer puts too late).
     private func startRecording() {
         guard let loop else { return }
         let sentAt = loop.clock.now()
@@ -199,7 +200,10 @@ public final class LoadRun {
                     return
                 }
                 let now = loop.clock.now()
-                run.model?.recording = (started.id, started.file, sentAt + (now - sentAt) / 2)
+                let formatter = ISO8601DateFormatter()
+                formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+                let began = started.start.flatMap(formatter.date(from:)).flatMap { run.model?.instant(at: $0) }
+                run.model?.recording = (started.id, started.file, began ?? sentAt + (now - sentAt) / 2)
             }
         }
     }
@@ -207,6 +211,7 @@ public final class LoadRun {
     private struct RecordingStarted: Decodable {
         let id: String
         let file: String
+        let start: String?
     }
 
     /// One leave; the leaver comes back a second later. Speakers and decoders stay, so the
@@ -372,9 +377,11 @@ public final class LoadRun {
     }
 
     /// A recording's lips and voices fail the check where a viewer would notice them apart
-    /// (ITU-R BT.1359's thresholds of detection): lips more than 125 ms late, or 45 ms early,
+    /// (ITU-R BT.1359's thresholds of detection, +45 ms to −125 ms, positive for sound before
+    /// vision): lips more than 45 ms late (the voice first, which nobody meets in life), or
+    /// 125 ms early (the voice after, as from across a room),
     /// in the 95th percentile.
-    static let recordingLipsLateBound = 125.0, recordingLipsEarlyBound = 45.0
+    static let recordingLipsLateBound = 45.0, recordingLipsEarlyBound = 125.0
 
     /// The recording (`--record`), read from its folder: it plays, holds most onsets the
     /// speakers sent with their pictures, and shows them together.
@@ -397,7 +404,8 @@ public final class LoadRun {
         }
         let offsets = result.offsetsMilliseconds
         let late = Percentile.of(offsets.map { max(0, $0) }, 0.95) ?? 0, early = Percentile.of(offsets.map { max(0, -$0) }, 0.95) ?? 0
-        let summary = "\(offsets.count) of \(onsets.count) onsets found in \(recording.file); lips late \(Int(late.rounded())) ms, early \(Int(early.rounded())) ms (p95)"
+        let missing = result.unmatched > 0 ? " (of those missing, \(result.toneMissing) without their tone's onset in the audio, \(result.unmatched - result.toneMissing) without their picture)" : ""
+        let summary = "\(offsets.count) of \(onsets.count) onsets found in \(recording.file)\(missing); lips late \(Int(late.rounded())) ms, early \(Int(early.rounded())) ms (p95)"
         let passed = offsets.count >= max(3, onsets.count / 2) && late <= Self.recordingLipsLateBound && early <= Self.recordingLipsEarlyBound
         let bounds = " (half the onsets at least; lips at most \(Int(Self.recordingLipsLateBound)) ms late and \(Int(Self.recordingLipsEarlyBound)) ms early)"
         return (.init(name: name, passed: passed, detail: passed ? summary : summary + bounds), result.offsets)

@@ -25,6 +25,8 @@ struct RecordingLipSync {
     struct Result {
         var offsets: [(captured: Double, milliseconds: Double)] = []
         var unmatched = 0
+        /// Of the unmatched: whose tone onset the file's audio did not show.
+        var toneMissing = 0
         var offsetsMilliseconds: [Double] { offsets.map(\.milliseconds) }
     }
 
@@ -82,9 +84,12 @@ struct RecordingLipSync {
             return result
         }
         for onset in onsets {
-            guard let heard = toneStart(of: onset.speaker, near: onset.captured, in: audio, from: audioStart),
-                  let (shownAt, captured) = firstPicture(of: onset.speaker, from: onset.captured, shownNear: heard, in: shown[onset.speaker] ?? [])
-            else {
+            guard let heard = toneStart(of: onset.speaker, near: onset.captured, in: audio, from: audioStart) else {
+                result.unmatched += 1
+                result.toneMissing += 1
+                continue
+            }
+            guard let (shownAt, captured) = firstPicture(of: onset.speaker, from: onset.captured, shownNear: heard, in: shown[onset.speaker] ?? []) else {
                 result.unmatched += 1
                 continue
             }

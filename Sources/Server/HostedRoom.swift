@@ -4,6 +4,7 @@ import Foundation
 import Media
 import SDP
 import Sockets
+import Streams
 import Transport
 import Wire
 
@@ -204,8 +205,9 @@ final class HostedRoom {
 
     // MARK: Recordings
 
-    /// Starts recording the room's composite and whole mix into `path`.
-    func startRecording(id: String, file: String, path: String) throws(RecordingError) {
+    /// Starts recording the room's composite and whole mix into `path`; returns the wall-clock
+    /// time the file's time zero stands for.
+    func startRecording(id: String, file: String, path: String) throws(RecordingError) -> Date {
         let track = room.startRoomMix()
         let canvas = room.compositor.resolutionSize
         let recorder: TrackRecorder
@@ -219,6 +221,8 @@ final class HostedRoom {
             throw error
         }
         recordings[id] = (file, recorder)
+        let ntp = room.wallClock.ntp(at: recorder.start)
+        return Date(timeIntervalSince1970: ntp.seconds - Double(NTPTimestamp.unixEpochOffsetSeconds))
     }
 
     /// Finishes a recording: the file is complete and playable when this returns; nil when

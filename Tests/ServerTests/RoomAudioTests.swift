@@ -33,9 +33,17 @@ import Wire
         // to finish when it stops (as SIGTERM does).
         let api = HTTPTestClient(port: host.http.address.port)
         let json = ["Content-Type": "application/json"]
+        let asked = Date()
         let recording = try api.send("POST", "/v1/rooms/r/recordings", headers: json, body: Array(#"{"file": "mix.webm"}"#.utf8))
+        let answered = Date()
         #expect(recording.status == 201)
-        let recordingID = try #require((try JSONSerialization.jsonObject(with: Data(recording.body)) as? [String: String])?["id"])
+        let started = try #require(try JSONSerialization.jsonObject(with: Data(recording.body)) as? [String: String])
+        let recordingID = try #require(started["id"])
+        // `start`: the wall-clock time the file's time zero stands for, to the millisecond.
+        let iso = ISO8601DateFormatter()
+        iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let fileZero = try #require(started["start"].flatMap(iso.date(from:)), "\(started)")
+        #expect(fileZero >= asked.addingTimeInterval(-0.002) && fileZero <= answered.addingTimeInterval(0.002), "\(fileZero) not within \(asked)…\(answered)")
         #expect(try api.send("POST", "/v1/rooms/r/recordings", headers: json, body: Array(#"{"file": "left-open.webm"}"#.utf8)).status == 201)
         #expect(try api.send("POST", "/v1/rooms/r/recordings", headers: json, body: Array(#"{"file": "../escape.webm"}"#.utf8)).status == 400)
         #expect(try api.send("POST", "/v1/rooms/nobody/recordings", headers: json, body: []).status == 404)

@@ -32,15 +32,23 @@ extension HostAPI {
             return .error(409, "file exists", detail: "\(name) is already in the recordings folder")
         }
         let rooms = self.rooms, events = self.events
-        return onLoop { () -> Result<Void, HTTPResponseError> in
+        return onLoop { () -> Result<Date, HTTPResponseError> in
             guard let hosted = rooms.value.rooms[room] else { return .failure(HTTPResponseError(404, "not found", "no room \(room)")) }
-            do { try hosted.startRecording(id: id, file: name, path: path) } catch {
+            let start: Date
+            do { start = try hosted.startRecording(id: id, file: name, path: path) } catch {
                 return .failure(HTTPResponseError(500, "recording", "\(error)"))
             }
             events.publish(RoomEvent(.recordingStarted, room: room, reason: name))
-            return .success(())
+            return .success(start)
         }
-        .response { .json(201, ["id": id, "file": name]) }
+        .response { start in .json(201, ["id": id, "file": name, "start": Self.timestamp(start)]) }
+    }
+
+    /// An instant as the API writes it: ISO 8601 in UTC, to the millisecond.
+    static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
     }
 
     /// `DELETE /v1/rooms/{room}/recordings/{id}`: answered once the file is complete.
