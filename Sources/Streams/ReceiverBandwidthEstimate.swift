@@ -73,9 +73,10 @@ public struct BandwidthEstimate: Equatable, Sendable {
 /// - otherwise A holds.
 ///
 /// The acknowledged bitrate is the bytes transport-cc reports received, over windows of at least
-/// 500 ms. The estimate is min(A, latest REMB) when a REMB names one of our streams, clamped to
-/// [`minimumBitrate`, `maximumBitrate`]. No delay-based (arrival-time filter) part yet: queueing
-/// without loss is not detected.
+/// 500 ms. The delay-based half (`DelayBasedEstimate`, GCC §5) reads the arrival times in the
+/// same feedback: a queue building without loss lowers its rate D. The estimate is
+/// min(A, D, latest REMB) when a REMB names one of our streams, clamped to [`minimumBitrate`,
+/// `maximumBitrate`].
 public struct ReceiverBandwidthEstimate: Sendable {
     /// The estimator's constants.
     public struct Configuration: Equatable, Sendable {
@@ -119,6 +120,8 @@ public struct ReceiverBandwidthEstimate: Sendable {
     public private(set) var rembBitrate: Int?
     /// The latest loss fraction measured (0...1).
     public private(set) var lossFraction: Double?
+    /// The delay-based half, fed by transport-cc's arrival times.
+    public private(set) var delayBased: DelayBasedEstimate
 
     /// An estimator for a receiver of `mediaSSRCs`.
     public init(mediaSSRCs: Set<SSRC>, configuration: Configuration = Configuration(), historyCapacity: Int = 8192) {
@@ -126,6 +129,7 @@ public struct ReceiverBandwidthEstimate: Sendable {
         self.mediaSSRCs = mediaSSRCs
         history = SentPacketHistory(capacity: historyCapacity)
         lossBased = Double(configuration.initialBitrate)
+        delayBased = DelayBasedEstimate(minimumBitrate: configuration.minimumBitrate, maximumBitrate: configuration.maximumBitrate)
     }
 
     /// Records a sent packet that carried a transport-wide sequence number.
@@ -146,6 +150,7 @@ public struct ReceiverBandwidthEstimate: Sendable {
     /// sender tries a higher rate (probing by sending), and the feedback to come judges it.
     public mutating func raise(toAtLeast bitsPerSecond: Int, now: Instant) {
         lossBased = min(max(lossBased, Double(bitsPerSecond)), Double(configuration.maximumBitrate))
+        delayBased.raise(toAtLeast: Double(bitsPerSecond))
         rembBitrate = nil
         changedAt = now
     }
@@ -156,20 +161,29 @@ public struct ReceiverBandwidthEstimate: Sendable {
     }
 
     /// Takes transport-cc feedback: counts received and lost packets we have a record of (each
-    /// number once), updates the acknowledged bitrate and, with enough packets, the estimate.
+    /// number once), passes their arrival times to the delay-based half, updates the
+    /// acknowledged bitrate and, with enough packets, the loss-based estimate.
     public mutating func receivedTransportFeedback(_ feedback: TransportCCFeedback, now: Instant) {
         var sequence = feedback.baseSequenceNumber
+        // Arrival times on the receiver's clock: the reference time, then each received
+        // packet's delta from the one before (draft-holmer-…-01 §3.1.5), in µs.
+        var arrival = feedback.referenceTimeMilliseconds * 1000
         // The parser bounds the statuses by the packet's length; this walks each once.
         for delta in feedback.receiveDeltas {
             defer { sequence &+= 1 }
+            if let delta { arrival += Int64(delta) * 250 }
             guard let record = history.takeUnreported(sequence) else { continue }
             if delta == nil {
                 pendingLost += 1
             } else {
                 pendingReceived += 1
                 ackedBytes += record.size
+                delayBased.packetArrived(sentAt: record.sentAt, arrival: arrival, now: now)
             }
         }
+        let delayBefore = delayBased.bitrate
+        delayBased.update(current: lossBased, acknowledgedBitrate: acknowledgedBitrate, now: now)
+        if delayBased.bitrate != delayBefore { changedAt = now }
         if let start = ackWindowStart {
             let elapsed = now - start
             if elapsed >= .milliseconds(500) {
@@ -217,9 +231,9 @@ public struct ReceiverBandwidthEstimate: Sendable {
         if lossBased != before { changedAt = now }
     }
 
-    /// The estimate at `now`: min(loss-based, REMB), clamped.
+    /// The estimate at `now`: min(loss-based, delay-based, REMB), clamped.
     public func estimate(now: Instant) -> BandwidthEstimate {
-        var bitrate = Int(lossBased)
+        var bitrate = Int(min(lossBased, delayBased.bitrate ?? lossBased))
         if let rembBitrate { bitrate = min(bitrate, rembBitrate) }
         bitrate = min(max(bitrate, configuration.minimumBitrate), configuration.maximumBitrate)
         return BandwidthEstimate(bitsPerSecond: bitrate, at: changedAt ?? now)

@@ -1,5 +1,6 @@
 import Conference
 import RTP
+import Streams
 import Testing
 import Wire
 
@@ -87,6 +88,53 @@ import Wire
             [.receiverEstimatedMaximumBitrate(ReceiverEstimatedMaximumBitrate(senderSSRC: SSRC(rawValue: 7), bitrate: 400_000, ssrcs: [Self.host]))]
         }
         #expect(short.tier == .low)
+    }
+
+    /// A path of 700 kbit/s whose router queues without dropping: the main encoding (1.5 Mbit/s)
+    /// builds a queue that only transport-cc's arrival times show. The receiver goes to the
+    /// 500 kbit/s encoding that fits (not lower, and not paused); when the path widens to
+    /// 5 Mbit/s it is back on the main encoding within 10 s. The host sends at the tier's rate
+    /// in 1200-byte packets; the receiver's feedback comes from `TransportFeedbackRecorder`
+    /// every 100 ms, 20 ms each way.
+    @Test func aQueueWithoutLossMovesItToTheEncodingThatFitsAndBackWhenThePathWidens() {
+        var chooser = Self.chooser()
+        var recorder = TransportFeedbackRecorder()
+        let rates: [CompositeEncodingChooser.Tier: Double] = [.main: 1_500_000, .low: 500_000, .small: 150_000, .paused: 0]
+        var sequence: UInt16 = 0, credit = 0.0, linkFree = 0.0
+        var inFlight: [(arrival: Double, sequence: UInt16)] = []
+        var feedbackOnItsWay: [(deliverAt: Int, feedback: TransportCCFeedback)] = []
+        var changes: [(ms: Int, tier: CompositeEncodingChooser.Tier)] = []
+        let widensAt = 8_000
+        for ms in 0..<20_000 {
+            let now = Self.start + .milliseconds(ms)
+            let capacity = ms < widensAt ? 700_000.0 : 5_000_000
+            credit += (rates[chooser.tier] ?? 0) / 1000
+            while credit >= 9600 {
+                credit -= 9600
+                chooser.packetSent(transportSequenceNumber: sequence, size: 1200, now: now)
+                chooser.videoSent(bytes: 1200, now: now)
+                linkFree = max(Double(ms), linkFree) + 9600 / capacity * 1000
+                inFlight.append((linkFree + 20, sequence))
+                sequence &+= 1
+            }
+            while let first = inFlight.first, first.arrival <= Double(ms) {
+                inFlight.removeFirst()
+                recorder.packetArrived(sequenceNumber: first.sequence, now: Self.start + .microseconds(Int64(first.arrival * 1000)))
+            }
+            if let feedback = recorder.pollFeedback(now: now, senderSSRC: 7, mediaSSRC: Self.host) { feedbackOnItsWay.append((ms + 20, feedback)) }
+            while let first = feedbackOnItsWay.first, first.deliverAt <= ms {
+                feedbackOnItsWay.removeFirst()
+                let before = chooser.tier
+                chooser.receive([.transportCC(first.feedback)], now: now)
+                if chooser.tier != before { changes.append((ms, chooser.tier)) }
+            }
+        }
+        let narrow = changes.filter { $0.ms < widensAt }
+        #expect(narrow.first.map { $0.tier == .low && $0.ms < 3_000 } == true, "\(changes)")
+        #expect(!narrow.contains { $0.tier < .low }, "it fits in the lower encoding: \(changes)")
+        let backOnMain = changes.first { $0.ms >= widensAt && $0.tier == .main }
+        #expect(backOnMain.map { $0.ms - widensAt <= 10_000 } == true, "\(changes)")
+        #expect(chooser.tier == .main)
     }
 
     /// Transport-cc feedback that reports every other packet lost is a shortfall as a report is.

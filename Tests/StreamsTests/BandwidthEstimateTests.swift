@@ -15,14 +15,20 @@ import Wire
             let roundStart = startMs + round * 100
             let base = sequence
             var deltas: [Int16?] = []
+            // Each packet arrives 5 ms after it was sent; the first delta counts from the
+            // reference time (64 ms units), the others from the packet received before.
+            let referenceTime = UInt32(roundStart / 64)
+            var previousArrival = Int(referenceTime) * 64
             for index in 0..<10 {
                 estimator.packetSent(transportSequenceNumber: sequence, size: 1000, now: at(roundStart + index * 10))
                 let lost = lossEvery > 0 && Int(sequence) % lossEvery == 0
-                deltas.append(lost ? nil : 40)  // 10 ms in 250 µs ticks
+                let arrival = roundStart + index * 10 + 5
+                deltas.append(lost ? nil : Int16((arrival - previousArrival) * 4))  // 250 µs ticks
+                if !lost { previousArrival = arrival }
                 sequence &+= 1
             }
             let feedback = TransportCCFeedback(senderSSRC: 0xAAAA, mediaSSRC: 0x1111, baseSequenceNumber: base,
-                                               referenceTime: 0, feedbackPacketCount: feedbackCount,
+                                               referenceTime: referenceTime, feedbackPacketCount: feedbackCount,
                                                receiveDeltas: deltas)
             feedbackCount &+= 1
             estimator.receivedTransportFeedback(feedback, now: at(roundStart + 100))
