@@ -22,8 +22,15 @@ final class LoadRoomModel {
     var onsets: [[Instant]]
     /// The latest send time of each frame of each camera's loop.
     var pictureSends: [[Instant?]]
-    /// The layout the host last reported, and when it was read.
-    var layout: (template: TemplateDescription, readAt: Instant)?
+    /// The layout the host last reported, and when it was read; while recording, the layout
+    /// the recording shows is kept too (the one read at the end may already lack those leaving).
+    var layout: (template: TemplateDescription, readAt: Instant)? {
+        didSet {
+            if isRecording, let layout, let settled = settledLayout(now: layout.readAt) { recordingLayout = settled }
+        }
+    }
+    /// The settled layout last read while recording.
+    private(set) var recordingLayout: TemplateDescription?
     /// The last join or leave of any participant (the host's layout follows it).
     var lastMembershipChange: Instant
     /// Every participant's mix, each distinct stream decoded once.

@@ -392,7 +392,7 @@ public final class LoadRun {
         }
         let path = folder.hasSuffix("/") ? folder + recording.file : folder + "/" + recording.file
         var tiles: [Int: TemplateDescription.Position] = [:]
-        for position in model.layout?.template.positions ?? [] where position.source == .camera {
+        for position in model.recordingLayout?.positions ?? [] where position.source == .camera {
             if let index = model.indexOf[position.participant], index < model.speakers.count { tiles[index] = position }
         }
         let (onsets, pictures) = model.recorded()
