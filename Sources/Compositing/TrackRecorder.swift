@@ -70,6 +70,8 @@ public final class TrackRecorder {
     private var audioSamplesWritten: Int64 = 0
     /// Where the first audio frame is placed: the instant it was mixed, since the start.
     private var audioOrigin: Duration?
+    /// Samples read but not yet encoded (less than a frame between ticks; interleaved).
+    private var pendingAudio: [Int16] = []
     private var waitingForKeyFrame = true
 
     public init(path: String, videoTrack: VideoTrack?, audioTrack: AudioTrack?, configuration: Configuration = Configuration(),
@@ -152,34 +154,34 @@ public final class TrackRecorder {
         }
     }
 
-    /// Audio missing for this long (two ticks' worth, and some) is filled with silence.
-    static let audioGap: Duration = .milliseconds(30)
-
     private func duration(ofSamples samples: Int64) -> Duration { .microseconds(samples * 1_000_000 / Int64(AudioFrame.sampleRate)) }
 
-    /// The audio frames waiting, each placed by the samples before it from where the first
-    /// was mixed: the last of the frames read at a tick is the one mixed for `now`.
+    /// The audio read at each tick, placed where it was mixed: from the instant the first frame
+    /// was mixed on, each sample follows the one before, and where mixing stopped for a while
+    /// (the host's loop stalled and its audio clock skipped ticks, its grid restarting off the
+    /// old one) exactly the silence heard goes in, to the sample, or the audio would play early
+    /// from there on (a stall of 125 ms once left it 25 ms early for good). Samples go through
+    /// `pendingAudio` and leave it as 20 ms Opus frames.
     private func recordAudio(now: Instant) {
         guard let audioEncoder, audioReader != nil else { return }
         var frames: [AudioFrame] = []
         while let frame = audioReader?.nextFrame(channels: configuration.audioChannels) { frames.append(frame) }
         guard let first = frames.first else { return }
-        let reading = Int64(frames.count) * Int64(first.samplesPerChannel)
-        // Where the frames read now end: the last was mixed for `now`.
-        let end = now - start + duration(ofSamples: Int64(first.samplesPerChannel))
-        if audioOrigin == nil { audioOrigin = max(.zero, end - duration(ofSamples: reading)) }
-        // Mixing stopped for a while (the host's loop stalled and its audio clock skipped
-        // ticks): the file gets the silence heard, or its audio would play early from here on.
-        var missing = end - duration(ofSamples: reading) - ((audioOrigin ?? .zero) + duration(ofSamples: audioSamplesWritten))
-        let silence = AudioFrame(channels: configuration.audioChannels,
-                                 samples: [Int16](repeating: 0, count: first.samplesPerChannel * configuration.audioChannels))
-        while missing >= Self.audioGap {
-            frames.insert(silence, at: 0)
-            missing -= duration(ofSamples: Int64(first.samplesPerChannel))
-        }
-        for frame in frames {
+        let channels = configuration.audioChannels, frameSamples = first.samplesPerChannel
+        let reading = Int64(frames.count) * Int64(frameSamples)
+        // Where the frames read now start: the last was mixed for `now`.
+        let begin = now - start + duration(ofSamples: Int64(frameSamples)) - duration(ofSamples: reading)
+        if audioOrigin == nil { audioOrigin = max(.zero, begin) }
+        let placed = audioSamplesWritten + Int64(pendingAudio.count / channels)
+        let due = Int64(((begin - (audioOrigin ?? .zero)).seconds * Double(AudioFrame.sampleRate)).rounded())
+        if due > placed { pendingAudio += [Int16](repeating: 0, count: Int(due - placed) * channels) }
+        for frame in frames { pendingAudio += frame.samples }
+        let frameLength = frameSamples * channels
+        while pendingAudio.count >= frameLength {
+            let frame = AudioFrame(channels: channels, samples: Array(pendingAudio.prefix(frameLength)))
+            pendingAudio.removeFirst(frameLength)
             let timestamp = (audioOrigin ?? .zero) + duration(ofSamples: audioSamplesWritten)
-            audioSamplesWritten += Int64(frame.samplesPerChannel)
+            audioSamplesWritten += Int64(frameSamples)
             do {
                 try writer.writeAudio(try audioEncoder.encode(frame), timestamp: timestamp)
                 audioPacketsWritten += 1

@@ -40,6 +40,51 @@ import WireTesting
         #expect(abs(duration - 1.0) < 0.1, "duration \(duration)")
     }
 
+    /// The host's loop stalls for 125 ms mid-recording: its audio clock skips ticks and its grid
+    /// restarts off the old one (by 5.47 ms). The file gets exactly the silence heard: a tone
+    /// mixed after the stall plays as long after one mixed before as it was mixed, to the
+    /// millisecond, in a player that plays the file's audio from its first packet on.
+    @Test func aStallIsFilledWithTheSilenceHeardToTheSample() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stall-\(UUID().uuidString).webm").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let begin = Instant(nanoseconds: 10_000_000_000)
+        let mix = AudioTrack(id: "room/mix")
+        let recorder = try TrackRecorder(path: path, videoTrack: nil, audioTrack: mix, now: begin)
+        let frame = AudioFrame.samplesPer20ms
+        // Ticks: every 20 ms to 800 ms, none for 125.47 ms, then every 20 ms again.
+        let ticks = (0...40).map { Duration.milliseconds(20 * $0) } + (0..<30).map { .microseconds(925_470 + 20_000 * Int64($0)) }
+        let onsets: [Duration] = [.milliseconds(500), .microseconds(1_125_470)]
+        for tick in ticks {
+            // A 660 Hz tone for 200 ms from each onset, silence elsewhere.
+            let samples = (0..<frame).map { index -> Int16 in
+                let at = tick + .microseconds(Int64(index) * 1_000_000 / Int64(AudioFrame.sampleRate))
+                guard let onset = onsets.first(where: { at >= $0 && at < $0 + .milliseconds(200) }) else { return 0 }
+                return Int16(12_000 * sin(2 * Double.pi * 660 * (at - onset).seconds))
+            }
+            mix.push(AudioFrame(channels: 1, samples: samples), now: begin + tick)
+            recorder.tick(now: begin + tick)
+        }
+        try recorder.stop()
+
+        let reader = try MediaFileReader(path: path)
+        let decoder = try OpusDecoder(channels: try #require(reader.audio).channels)
+        var played: [Int16] = []
+        while let packet = try reader.nextPacket() {
+            if packet.kind == .audio { played += try decoder.decode(packet.data).samples }
+        }
+        // Each onset: the first sample over 2.5 % of the tone's height after 50 ms of quiet.
+        var found: [Int] = []
+        var quiet = 0
+        for (index, sample) in played.enumerated() {
+            let loud = abs(Int(sample)) > 300
+            if loud, quiet >= 2_400 { found.append(index) }
+            quiet = loud ? 0 : quiet + 1
+        }
+        #expect(found.count == 2, "onsets at \(found) in \(played.count) samples, loudest \(played.map { abs(Int($0)) }.max() ?? 0), written \(recorder.audioPacketsWritten)")
+        let apart = Double((found.last ?? 0) - (found.first ?? 0)) / Double(AudioFrame.sampleRate)
+        #expect(abs(apart - (onsets[1] - onsets[0]).seconds) < 0.001, "played \(apart * 1000) ms apart, mixed 625.47 ms apart")
+    }
+
     @Test func aRecorderNeedsATrack() {
         #expect(throws: RecordingError.nothingToRecord) {
             try TrackRecorder(path: "/tmp/none.webm", videoTrack: nil, audioTrack: nil, now: Instant(nanoseconds: 0))
