@@ -15,6 +15,7 @@
 static inline struct MHD_Daemon *tessera_mhd_start(const struct sockaddr *addr, MHD_AccessHandlerCallback handler,
                                                    void *handler_cls, MHD_RequestCompletedCallback completed,
                                                    void *completed_cls, unsigned int connection_limit,
+                                                   unsigned int per_address_limit,
                                                    unsigned int timeout_seconds, const char *cert_pem,
                                                    const char *key_pem) {
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ERROR_LOG;
@@ -26,6 +27,8 @@ static inline struct MHD_Daemon *tessera_mhd_start(const struct sockaddr *addr, 
                                 MHD_OPTION_SOCK_ADDR, addr,
                                 MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
                                 MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_address_limit,
+                                MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024),
                                 MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
                                 MHD_OPTION_HTTPS_MEM_CERT, cert_pem,
                                 MHD_OPTION_HTTPS_MEM_KEY, key_pem,
@@ -35,6 +38,8 @@ static inline struct MHD_Daemon *tessera_mhd_start(const struct sockaddr *addr, 
                             MHD_OPTION_SOCK_ADDR, addr,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_address_limit,
+                            MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1024 * 1024),
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
                             MHD_OPTION_END);
 }

@@ -29,6 +29,8 @@ public final class Participant {
     /// When its receive side next has RTCP to send (noted after each poll); nil while it is
     /// not secure.
     var rtcpDue: Instant?
+    /// When it must be secure by (`Room.connectTimeout` after joining); nil once it is.
+    var connectDeadline: Instant?
 
     init(id: String, identity: String, name: String?, isViewer: Bool, negotiated: NegotiatedSession, seed: UInt64,
          wallClock: NTPClockMapping, configuration: RoomConfiguration, now: Instant) {

@@ -47,6 +47,11 @@ public final class Room {
 
     /// The audio tick.
     public static let audioInterval: Duration = .milliseconds(20)
+    /// A join not secure (ICE and DTLS done) this long after its answer is dropped, and frees
+    /// what it held: a peer that never connects, or a flood of joins that never will, cannot
+    /// hold a place in the room. Browsers connect in well under a second on a LAN and in a few
+    /// over relays.
+    public static let connectTimeout: Duration = .seconds(20)
     /// Beyond this a late audio tick does not catch up (a burst of frames): the grid restarts.
     public static let audioMaximumLateness: Duration = .milliseconds(100)
     public static let videoMaximumLateness: Duration = .milliseconds(200)
@@ -90,6 +95,7 @@ public final class Room {
         var next = audioTicks.next
         if let video = videoTicks.next, video < (next ?? video + .seconds(1)) { next = video }
         if let rtcp = soonestRTCP, rtcp < (next ?? rtcp + .seconds(1)) { next = rtcp }
+        if let connect = participants.compactMap(\.connectDeadline).min(), connect < (next ?? connect + .seconds(1)) { next = connect }
         return next
     }
 
@@ -113,6 +119,7 @@ public final class Room {
                      seed: UInt64, now: Instant) -> Participant {
         let participant = Participant(id: id, identity: identity, name: name, isViewer: isViewer, negotiated: negotiated,
                                       seed: seed, wallClock: wallClock, configuration: configuration, now: now)
+        participant.connectDeadline = now + Self.connectTimeout
         participants.append(participant)
         byID[id] = participant
         for (component, error) in participant.inbound.startFailures { startFailures.append((component, error)) }
@@ -158,6 +165,7 @@ public final class Room {
     public func secure(_ id: String, now: Instant) {
         guard let participant = participant(id: id), participant.state != .left else { return }
         participant.state = .secure
+        participant.connectDeadline = nil
         if participant.outbound.receivesVideo { main.keyFrameSoon = true }
         serviceRTCP(participant, now: now)
     }
@@ -363,6 +371,11 @@ public final class Room {
 
     /// Runs what is due by `now`: the audio tick, the video tick, RTCP.
     public func handleTimeout(now: Instant) {
+        for participant in participants {
+            guard let deadline = participant.connectDeadline, deadline <= now else { continue }
+            leave(participant.id, reason: "never connected", now: now)
+            emit(.expired(participant: participant.id))
+        }
         if let deadline = audioTicks.due(now: now, interval: Self.audioInterval) { audioTick(deadline: deadline) }
         if let deadline = videoTicks.due(now: now, interval: compositor.tickInterval) { videoTick(deadline: deadline, now: now) }
         if let soonest = soonestRTCP, soonest <= now {

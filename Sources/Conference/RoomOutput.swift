@@ -18,6 +18,9 @@ public enum RoomOutput: Sendable {
     case event(RoomEvent)
     /// An audio tick at this deadline pushed the whole room's mix: recordings take it now.
     case recordingTick(Instant)
+    /// The participant was not secure within `Room.connectTimeout` of joining: it has left the
+    /// room (its events are out); close its transport and free what it held.
+    case expired(participant: String)
 }
 
 /// A picture for one of the composite's encoders.

@@ -31,7 +31,8 @@ public final class ConferenceHost: Sendable {
         self.api = api
         do {
             http = try HTTPServer(listen: listen, maxBodyBytes: config.http.maxBodyBytes,
-                                  connectionLimit: config.http.connectionLimit, tls: try config.tlsIdentity()) { api.handle($0) }
+                                  connectionLimit: config.http.connectionLimit, connectionsPerAddress: config.http.connectionsPerAddress,
+                                  tls: try config.tlsIdentity()) { api.handle($0) }
         } catch {
             media.stop()
             throw error

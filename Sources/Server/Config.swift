@@ -12,7 +12,10 @@ public struct HostConfig: Sendable, Equatable {
         public var listen = "127.0.0.1:8080"
         /// Largest request body accepted; larger ones get 413.
         public var maxBodyBytes = 64 * 1024
+        /// Connections held at once (each has a thread), and from one address: a client that
+        /// opens many and sends slowly (slowloris) or nothing holds at most its address's share.
         public var connectionLimit = 256
+        public var connectionsPerAddress = 32
         /// HTTPS instead of HTTP: PEM files of the certificate (its chain may follow it) and
         /// its unencrypted private key. Nil: plain HTTP.
         public var tls: TLS?
@@ -168,7 +171,7 @@ public struct HostConfig: Sendable, Equatable {
 
     /// What a config file may hold; an unknown key is refused with the nearest known one.
     static let shape: JSONShape = .object([
-        "http": .object(["listen": .string, "maxBodyBytes": .integer, "connectionLimit": .integer,
+        "http": .object(["listen": .string, "maxBodyBytes": .integer, "connectionLimit": .integer, "connectionsPerAddress": .integer,
                          "tls": .object(["certificate": .string, "key": .string])]),
         "media": .object(["listen": .string, "announce": .array(.string), "tcpListen": .string]),
         "auth": .object(["secret": .nullable(.string)]),
@@ -247,6 +250,7 @@ public struct HostConfig: Sendable, Equatable {
         }
         try within("http.maxBodyBytes", self.http.maxBodyBytes, 1024...(64 << 20), " bytes")
         try within("http.connectionLimit", self.http.connectionLimit, 1...65_536)
+        try within("http.connectionsPerAddress", self.http.connectionsPerAddress, 1...65_536)
         _ = try tlsIdentity()
         try within("limits.maxRooms", limits.maxRooms, 1...100_000)
         try within("limits.maxParticipantsPerRoom", limits.maxParticipantsPerRoom, 1...10_000)
@@ -319,12 +323,13 @@ extension HostConfig.Video: Codable {
     }
 }
 extension HostConfig.HTTP: Codable {
-    enum CodingKeys: String, CodingKey { case listen, maxBodyBytes, connectionLimit, tls }
+    enum CodingKeys: String, CodingKey { case listen, maxBodyBytes, connectionLimit, connectionsPerAddress, tls }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         listen = try c.decodeIfPresent(String.self, forKey: .listen) ?? listen
         maxBodyBytes = try c.decodeIfPresent(Int.self, forKey: .maxBodyBytes) ?? maxBodyBytes
         connectionLimit = try c.decodeIfPresent(Int.self, forKey: .connectionLimit) ?? connectionLimit
+        connectionsPerAddress = try c.decodeIfPresent(Int.self, forKey: .connectionsPerAddress) ?? connectionsPerAddress
         tls = try c.decodeIfPresent(HostConfig.TLS.self, forKey: .tls)
     }
 }

@@ -32,6 +32,9 @@ final class HostedRoom {
     private var recordings: [String: (file: String, recorder: TrackRecorder)] = [:]
     /// Called when the last participant left.
     private let onClose: (HostedRoom) -> Void
+    private var closed = false
+    /// Joins dropped for not connecting within `Room.connectTimeout` (metrics).
+    private(set) var expiredJoins = 0
 
     init(name: String, configuration: RoomConfiguration, port: MediaPort, events: RoomEventHub, onClose: @escaping (HostedRoom) -> Void) {
         let labels: TextLabelRenderer?
@@ -76,18 +79,26 @@ final class HostedRoom {
 
     /// Removes a participant (DELETE, or its transport failed); idempotent.
     func leave(_ id: String, reason: String = "left") {
-        guard let peer = peers.removeValue(forKey: id) else { return }
-        links[id] = nil
-        sessions[id] = nil
-        port.remove(peer)
+        guard detach(id) else { return }
         room.leave(id, reason: reason, now: loop.clock.now())
         carryOut()
         if room.isEmpty { close() }
     }
 
+    /// Closes a participant's transport and forgets it; false when it was not here.
+    private func detach(_ id: String) -> Bool {
+        guard let peer = peers.removeValue(forKey: id) else { return false }
+        links[id] = nil
+        sessions[id] = nil
+        port.remove(peer)
+        return true
+    }
+
     /// The room closed (its last participant left) or the host stops: recordings finish, the
     /// encoder threads and the timer stop.
     func close() {
+        guard !closed else { return }
+        closed = true
         stopAllRecordings()
         room.close()
         carryOut()
@@ -160,11 +171,15 @@ final class HostedRoom {
                 events.publish(event)
             case .recordingTick(let deadline):
                 for (_, recording) in recordings { recording.recorder.tick(now: deadline) }
+            case .expired(let id):
+                _ = detach(id)
+                expiredJoins += 1
             }
         }
         if sent { port.flush() }
         for failure in room.takeStartFailures() { StartFailures.shared.record(failure.component, failure.error) }
         if let next = room.nextTimeout { timer.arm(at: next) } else { timer.cancel() }
+        if room.isEmpty, peers.isEmpty, !closed { close() }
     }
 
     // MARK: Encoders

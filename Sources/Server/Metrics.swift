@@ -10,7 +10,8 @@ extension HostAPI {
         let media = self.media, rooms = self.rooms, echoes = self.echoes
         return onLoop { () -> Result<MetricsSnapshot, HTTPResponseError> in
             guard let port = media.port else { return .failure(HTTPResponseError(503, "host stopping", "the host is shutting down")) }
-            return .success(MetricsSnapshot(rooms: Array(rooms.value.rooms.values), echoSessions: echoes.value.count, port: port))
+            return .success(MetricsSnapshot(rooms: Array(rooms.value.rooms.values), expiredJoins: rooms.value.expiredJoins,
+                                            echoSessions: echoes.value.count, port: port))
         }
         .response { snapshot in .text(200, snapshot.prometheusText, contentType: "text/plain; version=0.0.4") }
     }
@@ -36,7 +37,7 @@ struct PrometheusMetric: Sendable {
 struct MetricsSnapshot: Sendable {
     let metrics: [PrometheusMetric]
 
-    init(rooms hosted: [HostedRoom], echoSessions: Int, port: MediaPort) {
+    init(rooms hosted: [HostedRoom], expiredJoins: Int, echoSessions: Int, port: MediaPort) {
         let counters = port.counters
         let everyone = hosted.flatMap(\.participants).map(\.inbound)
         let cameras = everyone.compactMap(\.cameraStatistics)
@@ -69,6 +70,7 @@ struct MetricsSnapshot: Sendable {
             PrometheusMetric("tessera_bytes_total", .counter, "UDP payload bytes on the media port.", [("direction=\"in\"", "\(counters.bytesIn)"), ("direction=\"out\"", "\(counters.bytesOut)")]),
             PrometheusMetric("tessera_datagrams_unroutable_total", .counter, "Datagrams from unknown addresses that named no peer.", [("", "\(counters.unroutable)")]),
             PrometheusMetric("tessera_tcp_connections", .gauge, "ICE-TCP connections open on the media TCP port.", [("", "\(port.tcpConnectionCount)")]),
+            PrometheusMetric("tessera_joins_expired_total", .counter, "Joins dropped for not connecting (ICE and DTLS) within 20 s of their answer.", [("", "\(expiredJoins)")]),
             PrometheusMetric("tessera_tcp_connections_total", .counter, "ICE-TCP connections accepted, and refused (over the limit, or naming no peer within 10 s).", [("result=\"accepted\"", "\(counters.tcpAccepted)"), ("result=\"refused\"", "\(counters.tcpRefused)")]),
             PrometheusMetric("tessera_start_failures_total", .counter, "Codecs, renderers and recorders that failed to start (each kind logged once with its reason).", StartFailures.components.map { ("component=\"\($0)\"", "\(failures[$0] ?? 0)") }),
         ]

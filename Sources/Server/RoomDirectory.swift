@@ -51,11 +51,16 @@ final class RoomDirectory {
     func open(_ name: String, port: MediaPort) -> HostedRoom {
         if let hosted = rooms[name] { return hosted }
         let hosted = HostedRoom(name: name, configuration: configuration, port: port, events: events) { [weak self] closed in
+            self?.closedRoomsExpiredJoins += closed.expiredJoins
             if self?.rooms[closed.name] === closed { self?.rooms[closed.name] = nil }
         }
         rooms[name] = hosted
         return hosted
     }
+
+    /// Joins dropped for not connecting in time (`Room.connectTimeout`), in every room so far.
+    var expiredJoins: Int { closedRoomsExpiredJoins + rooms.values.reduce(0) { $0 + $1.expiredJoins } }
+    private var closedRoomsExpiredJoins = 0
 
     /// The room of participant `id`, if `room` has it.
     func hosting(room: String, id: String) -> HostedRoom? {

@@ -255,6 +255,8 @@ final class RoomHarness {
     let room: Room
     private(set) var peers: [MemoryPeer] = []
     private(set) var events: [RoomEvent] = []
+    /// Participants the room dropped for not connecting (`RoomOutput.expired`).
+    private(set) var expired: [String] = []
     private var encoders: [CompositeEncoding.Kind: (generation: Int, encoder: VP8Encoder, scaledTo: VideoSize?)] = [:]
     private let impairment: NetEm<WirePacket>.Impairment
     private let seed: UInt64
@@ -292,6 +294,16 @@ final class RoomHarness {
         peers.append(peer)
         try carryOut()
         return peer
+    }
+
+    /// A join whose transport never comes up (no ICE, no DTLS): it sends and receives nothing.
+    func joinWithoutConnecting(_ identity: String) throws -> String {
+        let ghost = try MemoryPeer(identity: identity, tone: 1000, colour: YUVColor(y: 128, u: 128, v: 128), index: 90 + peers.count,
+                                   impairment: impairment, seed: seed, now: now)
+        let id = "p-\(identity)"
+        room.join(id: id, identity: identity, name: nil, negotiated: ghost.negotiated, seed: seed, now: now)
+        try carryOut()
+        return id
     }
 
     func leave(_ peer: MemoryPeer) throws {
@@ -351,6 +363,8 @@ final class RoomHarness {
                 events.append(event)
             case .recordingTick:
                 break
+            case .expired(let id):
+                expired.append(id)
             }
         }
     }

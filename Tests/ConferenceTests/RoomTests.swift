@@ -162,6 +162,27 @@ import WireTesting
         #expect(harness.events.filter { $0.identity == "b" && $0.type == .trackPublished }.map(\.source) == ["microphone", "camera", "camera"])
     }
 
+    /// A join whose transport never comes up is dropped `connectTimeout` after it joined
+    /// (`left` with reason "never connected", and the shell told to close it), and frees its
+    /// place: the grid closes over it; the others hear and see each other throughout.
+    @Test func aJoinThatNeverConnectsIsDroppedAfterTheConnectTimeout() throws {
+        let harness = RoomHarness()
+        let a = try harness.join("a", tone: 440, colour: Self.red)
+        let b = try harness.join("b", tone: 660, colour: Self.green)
+        let ghost = try harness.joinWithoutConnecting("ghost")
+        try harness.run(for: Room.connectTimeout - .milliseconds(500))
+        #expect(harness.room.participant(id: ghost) != nil && harness.expired.isEmpty, "not yet")
+        try harness.run(for: .seconds(1))
+        #expect(harness.expired == [ghost])
+        #expect(harness.room.participant(id: ghost) == nil)
+        let left = harness.events.filter { $0.identity == "ghost" && $0.type == .left }
+        #expect(left.map(\.reason) == ["never connected"])
+        let start = harness.now
+        try harness.run(for: .seconds(1))
+        expectHears(a, since: start + .milliseconds(300), heard: [660], silent: [440])
+        for peer in [a, b] { expectSees(peer, [(x: 0.25, y: 0.5, colour: Self.red), (x: 0.75, y: 0.5, colour: Self.green)]) }
+    }
+
     /// The room's lifecycle: the last leave stops its ticks and its encoders; a later join
     /// starts them again, with a fresh encoder whose first frame is a key frame.
     @Test func theLastLeaveStopsTheRoomAndAJoinStartsItAgain() throws {

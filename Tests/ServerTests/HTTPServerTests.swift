@@ -1,4 +1,5 @@
 import Sockets
+import Wire
 import Foundation
 import Testing
 @testable import Server
@@ -84,6 +85,52 @@ import Testing
 }
 
 @Suite struct MetricsTests {
+    /// A socket connected from `source` (another loopback address) to the server.
+    private func connection(from source: UInt32, to port: UInt16) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var local = sockaddr_in(), remote = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = source.bigEndian
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_port = port.bigEndian
+        remote.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let connected = withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard bound == 0, connected == 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    /// Slow clients (slowloris: a request line and then a byte now and then, from 127.0.0.2) and
+    /// many idle ones (from 127.0.0.3) take at most their address's share of the connections:
+    /// with a limit of 48 in all and 16 per address, 40 slow ones and 200 idle ones leave a
+    /// client from 127.0.0.1 answered at once, and the server keeps working.
+    @Test func slowAndIdleClientsDoNotLockOutOthers() throws {
+        let server = try HTTPServer(listen: TransportAddress(ipv4: 127, 0, 0, 1, port: 0), maxBodyBytes: 1024, connectionLimit: 48,
+                                    connectionsPerAddress: 16) { request in .text(200, "ok \(request.path)") }
+        defer { server.stop() }
+        let port = server.address.port
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        for _ in 0..<40 {
+            guard let fd = connection(from: 0x7F00_0002, to: port) else { continue }
+            _ = "POST /v1/rooms/r/participants HTTP/1.1\r\nHost: x\r\nX-Slow: ".withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+            held.append(fd)
+        }
+        for _ in 0..<200 {
+            if let fd = connection(from: 0x7F00_0003, to: port) { held.append(fd) }
+        }
+        // The slow ones keep trickling while a client from elsewhere asks, several times.
+        for round in 0..<5 {
+            for fd in held.prefix(40) { _ = "a".withCString { send(fd, $0, 1, Int32(MSG_NOSIGNAL)) } }
+            let response = try HTTPTestClient(port: port).send("GET", "/round/\(round)")
+            #expect(response.status == 200 && response.text == "ok /round/\(round)")
+        }
+    }
+
     @Test func metricsAreInPrometheusTextFormat() throws {
         var config = HostConfig()
         config.http.listen = "127.0.0.1:0"
