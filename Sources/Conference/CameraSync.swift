@@ -40,9 +40,6 @@ public struct CameraSync: Sendable {
 
     /// How much longer the participant's voice should wait for its lips (`AudioReceiver.lipSyncDelay`).
     public private(set) var audioDelay: Duration = .zero
-    /// The most the voice's wait grows per judgement: as WebRTC's stream synchronization
-    /// changes a stream's delay by 80 ms at most per update.
-    public static let maximumRaise: Duration = .milliseconds(80)
     /// Pictures judged at a time: a second at 30 fps.
     public static let judgedPictures = 30
     /// Per picture shown in time (not forced out): how long before its sound is heard it came.
@@ -90,24 +87,18 @@ public struct CameraSync: Sendable {
         return now + .nanoseconds(Int64((clocks.video.seconds(at: picture.rtpTimestamp) - playing) * 1e9)) + Self.codecDelay
     }
 
-    /// Over each `judgedPictures` shown: a picture is in time for the drawing nearest its sound
-    /// whatever its phase when it came at least half a drawing before its sound. When a tenth of
-    /// them came later than that, the voice waits longer, by all it lacks up to `maximumRaise`
-    /// (lips late are what a viewer sees, and a picture late for its drawing is dropped for the
-    /// next; a drawing at a time took seconds to reach a slow camera, and all at once would chase
-    /// a passing stall); when nine tenths came more than a drawing before, less, by a drawing at
-    /// most (a voice a little late harms nobody, and the camera's path may slow again); either
-    /// way towards 0.6 of a drawing before. A second whose pictures came unevenly (the middle
-    /// half spread over two drawings: a restart after a key frame, a burst) says nothing of the
-    /// camera's steady path and is not judged.
+    /// Over each `judgedPictures` shown: when a quarter of them came less than half a drawing
+    /// before their sound, the voice waits longer; when three quarters came more than a drawing
+    /// before, less; either way towards 0.6 of a drawing before, by a drawing at most. A second
+    /// whose pictures came unevenly (the middle half spread over two drawings: a restart after
+    /// a key frame, a burst) says nothing of the camera's steady path and is not judged.
     private mutating func judgeAudioDelay(drawInterval: Duration) {
         guard leads.count >= Self.judgedPictures else { return }
         defer { leads.removeAll(keepingCapacity: true) }
         let sorted = leads.sorted()
-        let lead = sorted[sorted.count / 10], wanted = drawInterval * 0.6
-        guard sorted[sorted.count * 3 / 4] - sorted[sorted.count / 4] <= drawInterval * 2,
-              lead < drawInterval / 2 || lead > drawInterval else { return }
-        let step = min(max(wanted - lead, .zero - drawInterval), Self.maximumRaise)
+        let lead = sorted[sorted.count / 4], wanted = drawInterval * 0.6
+        guard sorted[sorted.count * 3 / 4] - lead <= drawInterval * 2, lead < drawInterval / 2 || lead > drawInterval else { return }
+        let step = min(max(wanted - lead, .zero - drawInterval), drawInterval)
         audioDelay = min(max(.zero, audioDelay + step), AudioReceiver.maximumLipSyncDelay)
     }
 }

@@ -75,7 +75,7 @@ public struct DelayBasedEstimate: Sendable {
 
     /// A packet transport-cc reported received: sent at `sentAt`, arrived at `arrival` µs on the
     /// receiver's clock. Packets come in sequence order (send order).
-    public mutating func packetArrived(sentAt: Instant, arrival: Int64, now: Instant) {
+    public mutating func packetArrived(sentAt: Instant, arrival: Int64) {
         guard var group = current else {
             current = Group(firstSend: sentAt, lastSend: sentAt, lastArrival: arrival)
             return
@@ -87,12 +87,12 @@ public struct DelayBasedEstimate: Sendable {
             return
         }
         if sentAt < group.lastSend { return }  // reordered beyond the group: not a sample
-        if let previous { addDelta(from: previous, to: group, now: now) }
+        if let previous { addDelta(from: previous, to: group) }
         previous = group
         current = Group(firstSend: sentAt, lastSend: sentAt, lastArrival: arrival)
     }
 
-    private mutating func addDelta(from earlier: Group, to later: Group, now: Instant) {
+    private mutating func addDelta(from earlier: Group, to later: Group) {
         let sendGap = (later.lastSend - earlier.lastSend).seconds * 1000
         let arrivalGap = Double(later.lastArrival - earlier.lastArrival) / 1000
         // A receiver clock jump (a gap over 3 s) says nothing of queues: start over.
@@ -179,7 +179,7 @@ public struct DelayBasedEstimate: Sendable {
         case .normal:
             if let last = lastIncrease {
                 let seconds = min(1, max(0, (now - last).seconds))
-                var increased = rate * pow1p(Self.increasePerSecond, seconds)
+                var increased = rate * exp(log1p(Self.increasePerSecond) * seconds)  // 8 % a second
                 if let acknowledgedBitrate { increased = min(increased, max(rate, 1.5 * Double(acknowledgedBitrate) + 10_000)) }
                 rate = increased
             }
@@ -193,5 +193,4 @@ public struct DelayBasedEstimate: Sendable {
         if let bitrate { self.bitrate = min(max(bitrate, bitsPerSecond), maximum) }
     }
 
-    private func pow1p(_ rate: Double, _ seconds: Double) -> Double { exp(log1p(rate) * seconds) }
 }

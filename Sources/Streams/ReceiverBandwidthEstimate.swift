@@ -178,7 +178,7 @@ public struct ReceiverBandwidthEstimate: Sendable {
             } else {
                 pendingReceived += 1
                 ackedBytes += record.size
-                delayBased.packetArrived(sentAt: record.sentAt, arrival: arrival, now: now)
+                delayBased.packetArrived(sentAt: record.sentAt, arrival: arrival)
             }
         }
         let delayBefore = delayBased.bitrate
