@@ -10,10 +10,11 @@ import Wire
 /// Down: when the estimate falls under the floor of the tier it gets (`floorShare` of that
 /// encoding's rate), it goes to the best tier whose floor the estimate still clears; under
 /// `pauseBelow` it gets no video until it recovers (its mix goes on). A queue building on its
-/// path (the delay-based estimate over-using) is surer: what the tier sends is too much once the
-/// estimate is under `queueingShare` of its rate, and it goes to the best tier whose rate that
-/// share of the estimate fits (an over-use sets the estimate to 85 % of what arrives: a climb
-/// that failed lands on the tier it came from).
+/// path is surer: the delay-based estimate over-using while less arrives than was sent
+/// (`arrivedShare` of it: a receiver whose own process is slow delays arrivals without losing
+/// any, and a still composite sends far under its tier's rate). It then goes to the best tier
+/// whose rate the delay-based estimate fits (`queueingShare`; an over-use sets that estimate to
+/// 85 % of what arrives: a climb that failed lands on the tier it came from).
 ///
 /// Up: the estimate cannot show headroom the host does not use (a receiver's REMB follows what
 /// it gets, and the loss-based estimate grows 8 % a second), so climbing is by trial: after
@@ -58,6 +59,8 @@ public struct CompositeEncodingChooser {
     public static let probation: Duration = .seconds(3)
     /// Under a queue, a tier fits an estimate of at least this share of its rate.
     public static let queueingShare = 0.8
+    /// A queue counts when what arrived (transport-cc) is under this share of what was sent.
+    public static let arrivedShare = 0.8
     /// Loss over this share (in a report or in transport-cc feedback) is a shortfall (GCC: 10 %).
     public static let shortfallLoss = 0.10
 
@@ -108,7 +111,7 @@ public struct CompositeEncodingChooser {
             case .transportCC(let feedback):
                 estimate.receivedTransportFeedback(feedback, now: now)
                 noteLoss(now: now)
-                if estimate.delayBased.usage == .overusing { lastShortfall = now }
+                if queueing { lastShortfall = now }
             case .receiverEstimatedMaximumBitrate(let remb):
                 let shortfall = sentBitsPerSecond.map { Double(remb.bitrate) < 0.9 * Double($0) } ?? false
                 if shortfall {
@@ -148,7 +151,16 @@ public struct CompositeEncodingChooser {
         return max(Self.pauseBelow, Int(Double(rate) * Self.floorShare))
     }
 
-    /// The lowest estimate that keeps `tier` while a queue builds.
+    /// Whether a queue builds on the path: the delay-based estimate over-uses and less arrives
+    /// than was sent.
+    private var queueing: Bool {
+        guard estimate.delayBased.usage == .overusing, let arrived = estimate.acknowledgedBitrate, let sent = sentBitsPerSecond else {
+            return false
+        }
+        return Double(arrived) < Self.arrivedShare * Double(sent)
+    }
+
+    /// The lowest delay-based estimate that keeps `tier` while a queue builds.
     private func queueingFloor(_ tier: Tier) -> Int {
         guard let rate = rates[tier] else { return 0 }
         return max(Self.pauseBelow, Int(Double(rate) * Self.queueingShare))
@@ -158,12 +170,13 @@ public struct CompositeEncodingChooser {
     @discardableResult
     public mutating func evaluate(now: Instant) -> Bool {
         let bitsPerSecond = estimate.estimate(now: now).bitsPerSecond
-        let queueing = estimate.delayBased.usage == .overusing && bitsPerSecond < queueingFloor(tier)
-        if bitsPerSecond < floor(tier) || queueing {
+        let delay = estimate.delayBased.bitrate.map { Int($0) } ?? bitsPerSecond
+        let overQueue = queueing && delay < queueingFloor(tier)
+        if bitsPerSecond < floor(tier) || overQueue {
             guard lastChange.map({ now - $0 >= Self.minimumDwell }) ?? true else { return false }
-            let floors = Dictionary(uniqueKeysWithValues: Tier.allCases.map { ($0, queueing ? queueingFloor($0) : floor($0)) })
-            let needs: (Tier) -> Int = { floors[$0] ?? 0 }
-            let target = Tier.allCases.reversed().first { $0 < tier && bitsPerSecond >= needs($0) } ?? .paused
+            let target = Tier.allCases.reversed().first { tier in
+                tier < self.tier && bitsPerSecond >= floor(tier) && (!overQueue || delay >= queueingFloor(tier))
+            } ?? .paused
             if let lastClimb, now - lastClimb < Self.probation {
                 climbWait = min(Self.longestClimbWait, climbWait * 2)
             }

@@ -10,22 +10,26 @@ public struct JoinToken: Sendable, Equatable {
     /// Seconds since 1970 (the `exp` claim).
     public var expires: Int64
     public var admin: Bool
+    /// Not valid before, seconds since 1970 (the optional `nbf` claim, RFC 7519 §4.1.5).
+    public var notBefore: Int64?
 
-    public init(room: String, identity: String, expires: Int64, admin: Bool = false) {
+    public init(room: String, identity: String, expires: Int64, admin: Bool = false, notBefore: Int64? = nil) {
         self.room = room
         self.identity = identity
         self.expires = expires
         self.admin = admin
+        self.notBefore = notBefore
     }
 
     public enum VerificationError: Error, Equatable, CustomStringConvertible {
-        case malformed(String), unsupportedAlgorithm(String), badSignature, expired
+        case malformed(String), unsupportedAlgorithm(String), badSignature, expired, notYetValid
         public var description: String {
             switch self {
             case .malformed(let why): "the token is not a JWT: \(why)"
             case .unsupportedAlgorithm(let alg): "the token is signed with \(alg); only HS256 is accepted"
             case .badSignature: "the token's signature does not match this host's secret"
             case .expired: "the token has expired"
+            case .notYetValid: "the token is not valid yet (its nbf is in the future)"
             }
         }
     }
@@ -36,6 +40,7 @@ public struct JoinToken: Sendable, Equatable {
         var identity: String
         var exp: Int64
         var admin: Bool?
+        var nbf: Int64?
     }
 
     /// The compact serialization: header.claims.signature, each base64url without padding.
@@ -43,7 +48,7 @@ public struct JoinToken: Sendable, Equatable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let header = (try? encoder.encode(Header(alg: "HS256", typ: "JWT"))) ?? Data()
-        let claims = (try? encoder.encode(Claims(room: room, identity: identity, exp: expires, admin: admin ? true : nil))) ?? Data()
+        let claims = (try? encoder.encode(Claims(room: room, identity: identity, exp: expires, admin: admin ? true : nil, nbf: notBefore))) ?? Data()
         let signingInput = Self.base64URL(Array(header)) + "." + Self.base64URL(Array(claims))
         let signature = MessageAuthentication.hmacSHA256(key: Array(secret.utf8), message: Array(signingInput.utf8)) ?? []
         return signingInput + "." + Self.base64URL(signature)
@@ -65,7 +70,9 @@ public struct JoinToken: Sendable, Equatable {
             throw .malformed("the claims need room, identity and exp")
         }
         guard Double(claims.exp) > now.timeIntervalSince1970 else { throw .expired }
-        self.init(room: claims.room, identity: claims.identity, expires: claims.exp, admin: claims.admin ?? false)
+        // A minute of leeway for the clocks of the host and the backend that minted it.
+        if let nbf = claims.nbf, Double(nbf) > now.timeIntervalSince1970 + 60 { throw .notYetValid }
+        self.init(room: claims.room, identity: claims.identity, expires: claims.exp, admin: claims.admin ?? false, notBefore: claims.nbf)
     }
 
     static func base64URL(_ bytes: [UInt8]) -> String {

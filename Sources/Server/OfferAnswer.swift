@@ -49,7 +49,8 @@ struct AcceptedOffer: Sendable {
         var senders: [String: HostSender] = [:]
         for section in offer.media {
             guard let mid = section.mid, sending.contains(mid) else { continue }
-            senders[mid] = previous[mid] ?? HostSender(
+            // A sender is kept for the same mid and kind (a stopped m-line reused keeps neither).
+            senders[mid] = previous[mid].flatMap { $0.trackID == "\(section.kind.name)-\(mid)" ? $0 : nil } ?? HostSender(
                 ssrc: UInt32.random(in: 1...UInt32.max, using: &generator),
                 rtxSSRC: section.kind == .video ? UInt32.random(in: 1...UInt32.max, using: &generator) : nil,
                 cname: cname, streamID: cname, trackID: "\(section.kind.name)-\(mid)")
@@ -126,7 +127,7 @@ struct AcceptedOffer: Sendable {
         }
         for (index, (old, new)) in zip(before, offer.media).enumerated() where old.port != 0 {
             guard new.mid == old.mid, new.kind == old.kind else {
-                throw OfferRejection(error: "m-lines changed", detail: "m-line \(index) is \(old.kind.name) mid \(old.mid ?? "-") in the session and \(new.kind.name) mid \(new.mid ?? "-") in the offer: a live m-line keeps its place, kind and mid (RFC 8829 §5.2.2)", status: 409)
+                throw OfferRejection(error: "m-lines changed", detail: "m-line \(index) is \(old.kind.name) mid \(old.mid ?? "-") in the session and \(new.kind.name.prefix(16)) mid \((new.mid ?? "-").prefix(64)) in the offer: a live m-line keeps its place, kind and mid (RFC 8829 §5.2.2)", status: 409)
             }
         }
         var generator = SystemRandomNumberGenerator()

@@ -74,9 +74,10 @@ public struct BandwidthEstimate: Equatable, Sendable {
 ///
 /// The acknowledged bitrate is the bytes transport-cc reports received, over windows of at least
 /// 500 ms. The delay-based half (`DelayBasedEstimate`, GCC §5) reads the arrival times in the
-/// same feedback: a queue building without loss lowers its rate D. The estimate is
-/// min(A, D, latest REMB) when a REMB names one of our streams, clamped to [`minimumBitrate`,
-/// `maximumBitrate`].
+/// same feedback: a queue building without loss lowers its rate D, kept apart (`delayBased`):
+/// a receiver whose own process is slow (a busy machine) delays arrivals too, so D counts only
+/// where less arrives than was sent, which the caller knows. The estimate is min(A, latest REMB)
+/// when a REMB names one of our streams, clamped to [`minimumBitrate`, `maximumBitrate`].
 public struct ReceiverBandwidthEstimate: Sendable {
     /// The estimator's constants.
     public struct Configuration: Equatable, Sendable {
@@ -181,9 +182,7 @@ public struct ReceiverBandwidthEstimate: Sendable {
                 delayBased.packetArrived(sentAt: record.sentAt, arrival: arrival)
             }
         }
-        let delayBefore = delayBased.bitrate
         delayBased.update(current: lossBased, acknowledgedBitrate: acknowledgedBitrate, now: now)
-        if delayBased.bitrate != delayBefore { changedAt = now }
         if let start = ackWindowStart {
             let elapsed = now - start
             if elapsed >= .milliseconds(500) {
@@ -231,9 +230,9 @@ public struct ReceiverBandwidthEstimate: Sendable {
         if lossBased != before { changedAt = now }
     }
 
-    /// The estimate at `now`: min(loss-based, delay-based, REMB), clamped.
+    /// The estimate at `now`: min(loss-based, REMB), clamped.
     public func estimate(now: Instant) -> BandwidthEstimate {
-        var bitrate = Int(min(lossBased, delayBased.bitrate ?? lossBased))
+        var bitrate = Int(lossBased)
         if let rembBitrate { bitrate = min(bitrate, rembBitrate) }
         bitrate = min(max(bitrate, configuration.minimumBitrate), configuration.maximumBitrate)
         return BandwidthEstimate(bitsPerSecond: bitrate, at: changedAt ?? now)

@@ -28,6 +28,15 @@ import Testing
         }
     }
 
+    /// `nbf` (RFC 7519 §4.1.5): refused before it, with a minute of leeway for clocks.
+    @Test func aTokenIsNotValidBeforeItsNotBefore() throws {
+        let token = JoinToken(room: "standup", identity: "alice", expires: 1_800_003_600, notBefore: 1_800_000_300)
+        let text = token.signed(secret: secret)
+        #expect(throws: JoinToken.VerificationError.notYetValid) { try JoinToken(verifying: text, secret: secret, now: now) }
+        #expect(try JoinToken(verifying: text, secret: secret, now: now.addingTimeInterval(250)) == token, "within the leeway")
+        #expect(try JoinToken(verifying: text, secret: secret, now: now.addingTimeInterval(300)) == token)
+    }
+
     @Test func unsignedAndMalformedTokensAreRefused() throws {
         // alg "none" (RFC 7518 §3.6) must never be accepted.
         let header = JoinToken.base64URL(Array(#"{"alg":"none"}"#.utf8))
@@ -60,6 +69,75 @@ import Testing
 
     private func token(room: String, identity: String, admin: Bool = false) -> String {
         JoinToken(room: room, identity: identity, expires: Int64(Date().timeIntervalSince1970) + 600, admin: admin).signed(secret: "s3cret")
+    }
+
+    /// Every route of the API against every way a token can be wrong: no token, garbage,
+    /// `alg: none`, a wrong signature, expired, not yet valid (401); a token for another room,
+    /// for another identity, a participant's token on an admin call, an admin token of another
+    /// room (403). A good token is let through (whatever the call then answers).
+    @Test func everyRouteRefusesEveryWrongToken() throws {
+        var config = HostConfig()
+        config.http.listen = "127.0.0.1:0"
+        config.media.listen = "127.0.0.1:0"
+        config.auth.secret = "s3cret"
+        let host = try ConferenceHost(config: config)
+        defer { host.stop() }
+        let client = HTTPTestClient(port: host.http.address.port)
+        let now = Int64(Date().timeIntervalSince1970)
+        func sign(_ room: String, _ identity: String, admin: Bool = false, expires: Int64? = nil, notBefore: Int64? = nil,
+                  secret: String = "s3cret") -> String {
+            JoinToken(room: room, identity: identity, expires: expires ?? now + 600, admin: admin, notBefore: notBefore).signed(secret: secret)
+        }
+        // alice is in room r (she stays connecting: her offer's peer never connects).
+        let joined = try client.send("POST", "/v1/rooms/r/participants?identity=alice&token=\(sign("r", "alice"))",
+                                     headers: ["Content-Type": "application/sdp"], body: offer())
+        let alice = try #require(joined.headers["location"]?.split(separator: "/").last.map(String.init), "\(joined.status) \(joined.text)")
+
+        let header = JoinToken.base64URL(Array(#"{"alg":"none","typ":"JWT"}"#.utf8))
+        let claims = JoinToken.base64URL(Array(#"{"room":"r","identity":"alice","exp":\#(now + 600),"admin":true}"#.utf8))
+        let unauthenticated: [(String, String?)] = [
+            ("no token", nil), ("garbage", "not.a.token"), ("alg none", "\(header).\(claims)."),
+            ("wrong signature", sign("r", "alice", admin: true, secret: "guess")),
+            ("expired", sign("r", "alice", admin: true, expires: now - 10)),
+            ("not yet valid", sign("r", "alice", admin: true, notBefore: now + 3600)),
+        ]
+        enum Needs { case any, member, participant, admin, adminOfAnyRoom }
+        let routes: [(method: String, path: String, needs: Needs)] = [
+            ("GET", "/metrics", .adminOfAnyRoom), ("GET", "/v1/rooms", .adminOfAnyRoom),
+            ("POST", "/v1/echo", .any), ("DELETE", "/v1/echo/nothing", .any),
+            ("GET", "/v1/rooms/r", .member), ("POST", "/v1/rooms/r/viewers", .member), ("DELETE", "/v1/rooms/r/viewers/v1", .member),
+            ("GET", "/v1/rooms/r/events", .member),
+            ("POST", "/v1/rooms/r/recordings", .admin), ("DELETE", "/v1/rooms/r/recordings/x", .admin),
+            ("GET", "/v1/rooms/r/layout", .admin), ("PUT", "/v1/rooms/r/layout", .admin),
+            ("POST", "/v1/rooms/r/participants?identity=alice", .participant),
+            ("PATCH", "/v1/rooms/r/participants/\(alice)", .participant), ("DELETE", "/v1/rooms/r/participants/\(alice)", .participant),
+        ]
+        #expect(Set(routes.map(\.method)).count >= 4 && routes.count == HostAPI.routes.count, "a row for every route of HostAPI.routes")
+        for route in routes {
+            for (name, token) in unauthenticated {
+                let headers = token.map { ["Authorization": "Bearer \($0)"] } ?? [:]
+                let status = try client.send(route.method, route.path, headers: headers).status
+                #expect(status == 401, "\(route.method) \(route.path) with \(name): \(status)")
+            }
+            // Tokens that are good but do not grant the call.
+            var forbidden: [(String, String)] = []
+            if route.needs != .any && route.needs != .adminOfAnyRoom {
+                forbidden.append(("another room's token", sign("other", "alice")))
+                forbidden.append(("another room's admin token", sign("other", "alice", admin: true)))
+            }
+            if route.needs == .participant { forbidden.append(("another identity's token", sign("r", "mallory"))) }
+            if route.needs == .admin || route.needs == .adminOfAnyRoom { forbidden.append(("a participant's token", sign("r", "alice"))) }
+            for (name, token) in forbidden {
+                let status = try client.send(route.method, route.path, headers: ["Authorization": "Bearer \(token)"]).status
+                #expect(status == 403, "\(route.method) \(route.path) with \(name): \(status)")
+            }
+        }
+        // The room's admin token is let through everywhere (the events stream is left out: it
+        // stays open; DELETE of alice last).
+        for route in routes where route.path != "/v1/rooms/r/events" {
+            let status = try client.send(route.method, route.path, headers: ["Authorization": "Bearer \(sign("r", "admin", admin: true))"]).status
+            #expect(status != 401 && status != 403, "\(route.method) \(route.path) with r's admin token: \(status)")
+        }
     }
 
     @Test func withASecretAJoinNeedsATokenForThatRoomAndIdentity() throws {

@@ -3,11 +3,11 @@ import Streams
 import Testing
 import Wire
 
-/// The delay-based half of the estimate against a simulated bottleneck: a link of some capacity
+/// The delay-based half of the estimate (`ReceiverBandwidthEstimate.delayBased`) against a simulated bottleneck: a link of some capacity
 /// whose queue never drops (a deep router buffer), 20 ms each way. The receiver's transport-cc
 /// comes from the project's own `TransportFeedbackRecorder` (every 100 ms), as a peer sends it.
 @Suite struct DelayBasedEstimateTests {
-    /// What the sender saw: the estimate every 100 ms, the longest a packet queued (ms), and
+    /// What the sender saw: the delay-based estimate every 100 ms, the longest a packet queued (ms), and
     /// whether the delay-based half ever said over-use.
     struct Run {
         var estimates: [Int] = []
@@ -29,7 +29,7 @@ import Wire
         var feedbackOnItsWay: [(deliverAt: Int, feedback: TransportCCFeedback)] = []
         var queue = 0.0
         for ms in 0..<milliseconds {
-            credit += sendRate(ms, estimator.estimate(now: at(ms)).bitsPerSecond) / 1000
+            credit += sendRate(ms, Int(estimator.delayBased.bitrate ?? 1_500_000)) / 1000
             while credit >= 9600 {
                 credit -= 9600
                 estimator.packetSent(transportSequenceNumber: sequence, size: 1200, now: at(ms))
@@ -52,7 +52,7 @@ import Wire
                 run.overused = run.overused || estimator.delayBased.usage == .overusing
             }
             if ms % 100 == 99 {
-                run.estimates.append(estimator.estimate(now: at(ms)).bitsPerSecond)
+                run.estimates.append(Int(estimator.delayBased.bitrate ?? Double(estimator.estimate(now: at(ms)).bitsPerSecond)))
                 run.queues.append(queue)
                 queue = 0
             }
