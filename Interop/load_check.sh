@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `tessera load` against hosts this script starts: a sound host must pass every check, a recorded
-# room's file must play in sync, and two deliberately broken hosts (config `testing.faults`) must
-# fail, each naming the broken check.
+# room's file must play in sync, a host with auth on must pass with the tokens tessera load signs,
+# and two deliberately broken hosts (config `testing.faults`) must fail, each naming the broken
+# check.
 #
 #   Interop/load_check.sh TESSERA WORKDIR
 #
@@ -82,7 +83,19 @@ if start_host recorded 50240 '[]' ', "video": {"width": 640, "height": 360, "bit
     fi
 fi
 
-# 3./4. Broken hosts: the run must fail, and name the check that caught the fault.
+# 3. A host with auth on: tessera load signs its tokens with the secret (--secret), and every
+# check passes.
+if start_host authed 50250 '[]' ', "auth": {"secret": "load-check-secret"}'; then
+    run_load authed --room authed --participants 3 --speakers 2 --duration 8s --video 320x180@15 --secret load-check-secret
+    stop_host
+    if [ "$RC" -eq 0 ]; then
+        echo "load_check: PASS host with auth on: every check passed with tokens from --secret"
+    else
+        echo "load_check: FAIL host with auth on: tessera load exited $RC"; tail -n 20 "$WORK/authed.out"; failures=$((failures + 1))
+    fi
+fi
+
+# 4./5. Broken hosts: the run must fail, and name the check that caught the fault.
 expect_caught() {  # expect_caught NAME MEDIA_PORT FAULT CHECK_NAME
     local name=$1 port=$2 fault=$3 check=$4
     start_host "$name" "$port" "[\"$fault\"]" || { failures=$((failures + 1)); return; }

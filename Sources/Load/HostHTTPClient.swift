@@ -23,11 +23,16 @@ final class HostHTTPClient: Sendable {
         }
     }
 
+    /// The token a request carries (`Authorization: Bearer`), by method and path; nil: none.
+    typealias Credentials = @Sendable (_ method: String, _ path: String) -> String?
+
     let base: String
     private let session: URLSession
+    private let credentials: Credentials?
 
-    init(base: String) {
+    init(base: String, credentials: Credentials? = nil) {
         self.base = base
+        self.credentials = credentials
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 10
         configuration.httpMaximumConnectionsPerHost = 16
@@ -43,6 +48,7 @@ final class HostHTTPClient: Sendable {
         var request = URLRequest(url: url)
         request.httpMethod = method
         if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+        if let token = credentials?(method, path) { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         if let body { request.httpBody = Data(body) }
         session.dataTask(with: request) { data, response, error in
             if let error {

@@ -64,6 +64,9 @@ public struct LoadOptions: Sendable, Equatable {
     /// the file, read from FOLDER (the host's `recordings.folder`, on this machine), is checked
     /// for lip sync.
     public var recordingsFolder: String?
+    /// `--secret S`: the host's `auth.secret`; the run signs the tokens it needs with it (each
+    /// participant's join its own, the run's other calls the room's admin token).
+    public var secret: String?
 
     public init() {}
 
@@ -73,7 +76,7 @@ public struct LoadOptions: Sendable, Equatable {
                             [--audio-levels on|off] [--decoders 2] [--report PATH|none] [--max-audio-latency 500ms]
                             [--max-video-latency 800ms] [--max-loss 2%] [--allow-remote] [--quiet]
                             [--loss 5%] [--burst 3] [--jitter 50ms] [--reorder 1%] [--seed 1] [--blackout 10s]
-                            [--record FOLDER]
+                            [--record FOLDER] [--secret S]
         Synthetic participants join the room, send their tone and colour, check what they receive,
         and report: a table on standard output, and PATH.json and PATH.html (by default
         reports/tessera-load-YYYYMMDD-HHMMSS under the working directory; --report none writes
@@ -83,7 +86,8 @@ public struct LoadOptions: Sendable, Equatable {
         from AT into the run, and reports how soon the mix and the composite came back (the freeze
         check leaves those 2 s out, and loss is not judged). --record FOLDER records the room once
         everyone is in until the end, reads the file from FOLDER (the host's recordings folder) and
-        checks that it plays with lips and voices together. --name=value works as well as --name value. Exit status 0 only when every
+        checks that it plays with lips and voices together. --secret S (the host's auth.secret) signs a
+        token for each participant's join and the room's admin token for the run's other calls. --name=value works as well as --name value. Exit status 0 only when every
         check passed, 1 when a check failed, 2 for bad arguments.
         """
 
@@ -161,6 +165,9 @@ public struct LoadOptions: Sendable, Equatable {
             case "record":
                 guard !value.isEmpty else { throw bad("the host's recordings folder") }
                 recordingsFolder = value
+            case "secret":
+                guard !value.isEmpty else { throw bad("the host's auth.secret") }
+                secret = value
             case "blackout":
                 guard let at = Self.duration(value), at >= .seconds(1), at <= .seconds(86_400) else { throw bad("a time into the run, like 10s") }
                 blackoutAt = at

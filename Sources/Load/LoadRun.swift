@@ -42,12 +42,28 @@ public final class LoadRun {
     /// Why the recording (`--record`) did not start, when it did not.
     private var recordingProblem: String?
 
-    /// `log` takes whole lines (start, end); `progress` the live line, rewritten each second.
-    public init(options: LoadOptions, log: @escaping (String) -> Void, progress: @escaping (String) -> Void) {
+    /// Signs a join token: room, identity, admin. The host's token format lives with the host;
+    /// `tessera load` is handed the signer when `--secret` is given.
+    public typealias TokenSigner = @Sendable (_ room: String, _ identity: String, _ admin: Bool) -> String
+
+    /// `log` takes whole lines (start, end); `progress` the live line, rewritten each second;
+    /// `sign` makes the tokens of a run with `--secret`.
+    public init(options: LoadOptions, sign: TokenSigner? = nil, log: @escaping (String) -> Void, progress: @escaping (String) -> Void) {
         self.options = options
         self.log = log
         self.progress = progress
-        http = HostHTTPClient(base: options.url)
+        http = HostHTTPClient(base: options.url, credentials: sign.map { sign in Self.credentials(room: options.room, sign: sign) })
+    }
+
+    /// Each participant's join carries a token for its identity; every other call of the run
+    /// (layout, metrics, recordings, leaving) the room's admin token.
+    static func credentials(room: String, sign: @escaping TokenSigner) -> HostHTTPClient.Credentials {
+        let admin = sign(room, "tessera-load", true)
+        return { method, path in
+            guard method == "POST", path.contains("/participants?"),
+                  let identity = URLComponents(string: path)?.queryItems?.first(where: { $0.name == "identity" })?.value else { return admin }
+            return sign(room, identity, false)
+        }
     }
 
     public func run() throws(LoadRunError) -> LoadReport {

@@ -128,7 +128,15 @@ func load(_ arguments: ArraySlice<String>) -> Never {
     do { options = try LoadOptions(arguments: splitEquals(arguments)) } catch { loadCommand.fail(error.description) }
     let standardError = FileHandle.standardError
     let live = isatty(2) == 1 && !options.quiet
-    let run = LoadRun(options: options, log: { standardError.write(Data(($0 + "\n").utf8)) }, progress: { line in
+    // Tokens last the run and an hour (a run's own length is at most a day).
+    let expires = Int64(Date().timeIntervalSince1970) + Int64(options.duration.seconds) + 3600
+    var sign: LoadRun.TokenSigner?
+    if let secret = options.secret {
+        sign = { room, identity, admin in
+            JoinToken(room: room, identity: identity, expires: expires, admin: admin).signed(secret: secret)
+        }
+    }
+    let run = LoadRun(options: options, sign: sign, log: { standardError.write(Data(($0 + "\n").utf8)) }, progress: { line in
         if options.quiet { return }
         standardError.write(Data((live ? "\r\u{1B}[K" + line : line + "\n").utf8))
     })

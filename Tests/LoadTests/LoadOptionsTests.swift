@@ -45,6 +45,18 @@ import WireTesting
         #expect(throws: LoadOptionsError.self) { try LoadOptions(arguments: ["--record", ""]) }
     }
 
+    /// `--secret`: each participant's join carries a token for its own identity, every other
+    /// call of the run the room's admin token.
+    @Test func aSecretSignsEachJoinForItsIdentityAndTheRestAsTheRoomsAdmin() throws {
+        #expect(try LoadOptions(arguments: ["--secret", "s3cret"]).secret == "s3cret")
+        #expect(throws: LoadOptionsError.self) { try LoadOptions(arguments: ["--secret", ""]) }
+        let credentials = LoadRun.credentials(room: "load") { room, identity, admin in "\(room)|\(identity)|\(admin)" }
+        #expect(credentials("POST", "/v1/rooms/load/participants?identity=load-3&name=x") == "load|load-3|false")
+        #expect(credentials("DELETE", "/v1/rooms/load/participants/abc") == "load|tessera-load|true")
+        #expect(credentials("GET", "/v1/rooms/load/layout") == "load|tessera-load|true")
+        #expect(credentials("GET", "/metrics") == "load|tessera-load|true")
+    }
+
     @Test func speakersAndDecodersNeverOutnumberTheParticipants() throws {
         let options = try LoadOptions(arguments: ["--participants", "2", "--speakers", "3", "--decoders", "5"])
         #expect(options.speakers == 2 && options.decoders == 2)
