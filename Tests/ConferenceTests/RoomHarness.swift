@@ -163,8 +163,8 @@ final class MemoryPeer {
         return negotiated
     }
 
-    /// Sends no camera while false (its camera m-line is stopped).
-    private var sendsVideo = true
+    /// Sends no camera while false (its camera m-line is stopped, or its camera just stops).
+    var sendsVideo = true
 
     /// 20 ms of its tone, as one Opus RTP packet.
     func sendAudio(now: Instant) throws {

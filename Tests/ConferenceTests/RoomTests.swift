@@ -162,6 +162,22 @@ import WireTesting
         #expect(harness.events.filter { $0.identity == "b" && $0.type == .trackPublished }.map(\.source) == ["microphone", "camera", "camera"])
     }
 
+    /// A guest whose camera stops sending (its process wedged, a camera unplugged) while its
+    /// microphone goes on keeps its voice in everyone's mix and stays in the room; the others'
+    /// tiles go on.
+    @Test func aGuestThatStopsSendingOnlyVideoKeepsItsAudio() throws {
+        let (harness, a, b, c) = try threeInARoom()
+        try harness.run(for: .seconds(1))
+        b.sendsVideo = false
+        let start = harness.now + .seconds(3)
+        try harness.run(for: .seconds(5))
+        expectHears(a, since: start, heard: [660, 880], silent: [440])
+        expectHears(c, since: start, heard: [440, 660], silent: [880])
+        expectSees(a, [(x: 0.25, y: 0.25, colour: Self.red), (x: 0.5, y: 0.75, colour: Self.blue)])
+        #expect(harness.room.participant(id: b.id) != nil)
+        #expect(!harness.events.contains { $0.identity == "b" && ($0.type == .left || ($0.type == .trackEnded && $0.source == "microphone")) })
+    }
+
     /// A join whose transport never comes up is dropped `connectTimeout` after it joined
     /// (`left` with reason "never connected", and the shell told to close it), and frees its
     /// place: the grid closes over it; the others hear and see each other throughout.

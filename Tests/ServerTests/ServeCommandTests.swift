@@ -40,6 +40,46 @@ import Transport
         #expect(process.terminationStatus == 0)
     }
 
+    /// SIGTERM while joins keep coming (8 clients, joins into 4 rooms, none ever connecting):
+    /// the host stops taking them, answers or drops those in flight, and exits 0. How long it
+    /// took is printed (a figure, not a bound; the guard only catches a hang).
+    @Test func sigtermDuringABurstOfJoinsExitsCleanly() throws {
+        let executable = try #require(Self.executable, "build the tessera product first (swift build)")
+        let config = writeConfig(#"{"http": {"listen": "127.0.0.1:0"}, "media": {"listen": "127.0.0.1:0"}}"#)
+        defer { try? FileManager.default.removeItem(atPath: config) }
+        let (process, line, output) = try serve(executable, config: config)
+        defer { withExtendedLifetime(output) {} }
+        let port = try #require(UInt16(line.split(separator: ":").last ?? ""))
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("SDPTests/Fixtures/chromium-offer.sdp")
+        let offer = try Array(Data(contentsOf: url))
+        let answered = LockedCounter()
+        let burst = DispatchGroup()
+        for client in 0..<8 {
+            DispatchQueue.global().async(group: burst) {
+                for join in 0..<25 {
+                    let path = "/v1/rooms/burst-\(join % 4)/participants?identity=c\(client)-\(join)"
+                    guard let response = try? HTTPTestClient(port: port).send("POST", path, headers: ["Content-Type": "application/sdp"], body: offer)
+                    else { return }  // the host is gone
+                    if response.status == 201 { answered.add() }
+                }
+            }
+        }
+        for _ in 0..<2_000 where answered.value < 20 { usleep(5_000) }  // bounded: 10 s at most
+        #expect(answered.value >= 20, "joins were answered before the SIGTERM")
+        let stopping = Date()
+        process.terminate()  // SIGTERM, joins still coming
+        let exited = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            process.waitUntilExit()
+            exited.signal()
+        }
+        #expect(exited.wait(timeout: .now() + 60) == .success, "tessera serve still running 60 s after SIGTERM")
+        print("serve: exited \(Int(Date().timeIntervalSince(stopping) * 1000)) ms after SIGTERM, \(answered.value) joins answered 201")
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        _ = burst.wait(timeout: .now() + 30)
+    }
+
     @Test func serveRefusesAPublicAddressWithoutASecret() throws {
         let executable = try #require(Self.executable)
         let config = writeConfig(#"{"http": {"listen": "0.0.0.0:0"}}"#)
@@ -117,4 +157,12 @@ import Transport
         }
         return String(decoding: bytes, as: UTF8.self)
     }
+}
+
+/// A count shared by the burst's threads.
+private final class LockedCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func add() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
 }
