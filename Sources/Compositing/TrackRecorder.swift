@@ -16,6 +16,9 @@ public enum RecordingError: Error, Equatable, CustomStringConvertible {
         case .audio(let error): "recording audio: \(error)"
         }
     }
+
+    /// The file could not be written.
+    var isContainerError: Bool { if case .container = self { true } else { false } }
 }
 
 /// Records a video track and an audio track into one WebM file (VP8 + Opus), as the seed's
@@ -116,6 +119,9 @@ public final class TrackRecorder {
         if let track = audioReader?.track, track.readyState == .ended { return finishQuietly() }
         recordVideo(now: now)
         recordAudio(now: now)
+        // The file cannot be written (a full disk, a failed device): it ends here, as complete as
+        // it got, and `errors` says why; the tracks go on without it.
+        if errors.contains(where: \.isContainerError) { finishQuietly() }
     }
 
     /// Finishes the file (cues and duration written). Idempotent.

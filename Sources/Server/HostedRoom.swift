@@ -170,7 +170,10 @@ final class HostedRoom {
             case .event(let event):
                 events.publish(event)
             case .recordingTick(let deadline):
-                for (_, recording) in recordings { recording.recorder.tick(now: deadline) }
+                for (id, recording) in recordings {
+                    recording.recorder.tick(now: deadline)
+                    if !recording.recorder.isRecording { recordingFailed(id) }
+                }
             case .expired(let id):
                 _ = detach(id)
                 expiredJoins += 1
@@ -247,6 +250,15 @@ final class HostedRoom {
         if recordings.isEmpty { room.stopRoomMix() }
         try recording.recorder.stop()
         return recording.file
+    }
+
+    /// A recording whose file could not be written (a full disk) ended by itself: it is let go
+    /// with `recordingStopped` and the reason; the room goes on.
+    private func recordingFailed(_ id: String) {
+        guard let recording = recordings.removeValue(forKey: id) else { return }
+        if recordings.isEmpty { room.stopRoomMix() }
+        let why = recording.recorder.errors.first.map(\.description) ?? "the file could not be written"
+        events.publish(RoomEvent(.recordingStopped, room: name, reason: "\(recording.file): \(why)"))
     }
 
     /// Finishes every recording (the room closed, or the host is stopping).

@@ -85,6 +85,27 @@ import WireTesting
         #expect(abs(apart - (onsets[1] - onsets[0]).seconds) < 0.001, "played \(apart * 1000) ms apart, mixed 625.47 ms apart")
     }
 
+    /// A file that cannot be written (`/dev/full`: every write fails with ENOSPC, as on a full
+    /// disk) ends the recording by itself with the reason, without a trap; the tracks go on.
+    @Test func aFullDiskEndsTheRecordingWithItsReason() throws {
+        let clock = ManualClock()
+        let camera = VideoTrack(id: "room/composite")
+        let mix = AudioTrack(id: "room/mix")
+        let recorder = try TrackRecorder(path: "/dev/full", videoTrack: camera, audioTrack: mix,
+                                         configuration: .init(width: 320, height: 180, framesPerSecond: 30), now: clock.now())
+        for frame in 0..<300 where recorder.isRecording {
+            camera.push(I420Frame(width: 320, height: 180, color: YUVColor(y: UInt8(frame % 200 + 20), u: 90, v: 160), timestamp: clock.now()),
+                        now: clock.now())
+            mix.push(AudioFrame(channels: 1, samples: (0..<AudioFrame.samplesPer20ms).map { Int16(truncatingIfNeeded: $0 * 37) }), now: clock.now())
+            recorder.tick(now: clock.now())
+            clock.advance(by: .milliseconds(20))
+        }
+        #expect(!recorder.isRecording, "the recording ended")
+        let reason = recorder.errors.map(\.description).joined(separator: "; ")
+        #expect(recorder.errors.contains { if case .container = $0 { true } else { false } }, "\(reason)")
+        #expect(camera.readyState == .live && mix.readyState == .live, "the tracks go on")
+    }
+
     @Test func aRecorderNeedsATrack() {
         #expect(throws: RecordingError.nothingToRecord) {
             try TrackRecorder(path: "/tmp/none.webm", videoTrack: nil, audioTrack: nil, now: Instant(nanoseconds: 0))
