@@ -95,13 +95,16 @@ public final class Room {
         var next = audioTicks.next
         if let video = videoTicks.next, video < (next ?? video + .seconds(1)) { next = video }
         if let rtcp = soonestRTCP, rtcp < (next ?? rtcp + .seconds(1)) { next = rtcp }
-        if let connect = participants.compactMap(\.connectDeadline).min(), connect < (next ?? connect + .seconds(1)) { next = connect }
+        if let connect = soonestConnectDeadline, connect < (next ?? connect + .seconds(1)) { next = connect }
         return next
     }
 
     /// No later than the earliest participant's RTCP deadline (kept as deadlines are set, so a
     /// packet costs no walk over the room; recomputed exactly at each timeout).
     private var soonestRTCP: Instant?
+    /// No later than the earliest join's connect deadline (kept as joins come, recomputed when
+    /// it passes), for the same reason.
+    private var soonestConnectDeadline: Instant?
 
     public var isEmpty: Bool { participants.isEmpty }
 
@@ -120,6 +123,7 @@ public final class Room {
         let participant = Participant(id: id, identity: identity, name: name, isViewer: isViewer, negotiated: negotiated,
                                       seed: seed, wallClock: wallClock, configuration: configuration, now: now)
         participant.connectDeadline = now + Self.connectTimeout
+        soonestConnectDeadline = min(soonestConnectDeadline ?? now + Self.connectTimeout, now + Self.connectTimeout)
         participants.append(participant)
         byID[id] = participant
         for (component, error) in participant.inbound.startFailures { startFailures.append((component, error)) }
@@ -196,6 +200,7 @@ public final class Room {
         audioTicks.stop()
         videoTicks.stop()
         soonestRTCP = nil
+        soonestConnectDeadline = nil
         emit(.stopEncoder(.main))
         for kind in scaled.keys { emit(.stopEncoder(kind)) }
         scaled = [:]
@@ -371,10 +376,13 @@ public final class Room {
 
     /// Runs what is due by `now`: the audio tick, the video tick, RTCP.
     public func handleTimeout(now: Instant) {
-        for participant in participants {
-            guard let deadline = participant.connectDeadline, deadline <= now else { continue }
-            leave(participant.id, reason: "never connected", now: now)
-            emit(.expired(participant: participant.id))
+        if let soonest = soonestConnectDeadline, soonest <= now {
+            for participant in participants {
+                guard let deadline = participant.connectDeadline, deadline <= now else { continue }
+                leave(participant.id, reason: "never connected", now: now)
+                emit(.expired(participant: participant.id))
+            }
+            soonestConnectDeadline = participants.compactMap(\.connectDeadline).min()
         }
         if let deadline = audioTicks.due(now: now, interval: Self.audioInterval) { audioTick(deadline: deadline) }
         if let deadline = videoTicks.due(now: now, interval: compositor.tickInterval) { videoTick(deadline: deadline, now: now) }

@@ -67,8 +67,11 @@ import Testing
         return try Array(Data(contentsOf: url))
     }
 
-    private func token(room: String, identity: String, admin: Bool = false) -> String {
-        JoinToken(room: room, identity: identity, expires: Int64(Date().timeIntervalSince1970) + 600, admin: admin).signed(secret: "s3cret")
+    /// A token for `room` and `identity`, good for 10 minutes unless `expires` says otherwise.
+    private func token(room: String, identity: String, admin: Bool = false, expires: Int64? = nil, notBefore: Int64? = nil,
+                       secret: String = "s3cret") -> String {
+        JoinToken(room: room, identity: identity, expires: expires ?? Int64(Date().timeIntervalSince1970) + 600, admin: admin,
+                  notBefore: notBefore).signed(secret: secret)
     }
 
     /// Every route of the API against every way a token can be wrong: no token, garbage,
@@ -76,17 +79,14 @@ import Testing
     /// for another identity, a participant's token on an admin call, an admin token of another
     /// room (403). A good token is let through (whatever the call then answers).
     @Test func everyRouteRefusesEveryWrongToken() throws {
-        var config = HostConfig()
-        config.http.listen = "127.0.0.1:0"
-        config.media.listen = "127.0.0.1:0"
-        config.auth.secret = "s3cret"
-        let host = try ConferenceHost(config: config)
-        defer { host.stop() }
-        let client = HTTPTestClient(port: host.http.address.port)
+        try withAuthHost { client in try everyRouteRefusesEveryWrongToken(client) }
+    }
+
+    private func everyRouteRefusesEveryWrongToken(_ client: HTTPTestClient) throws {
         let now = Int64(Date().timeIntervalSince1970)
         func sign(_ room: String, _ identity: String, admin: Bool = false, expires: Int64? = nil, notBefore: Int64? = nil,
                   secret: String = "s3cret") -> String {
-            JoinToken(room: room, identity: identity, expires: expires ?? now + 600, admin: admin, notBefore: notBefore).signed(secret: secret)
+            token(room: room, identity: identity, admin: admin, expires: expires, notBefore: notBefore, secret: secret)
         }
         // alice is in room r (she stays connecting: her offer's peer never connects).
         let joined = try client.send("POST", "/v1/rooms/r/participants?identity=alice&token=\(sign("r", "alice"))",
