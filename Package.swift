@@ -77,3 +77,11 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The fuzz product of the upper layers' parsers (Fuzz/Host), only when scripts/fuzz.sh builds it:
+// its entry point is libFuzzer's, so it cannot link in an ordinary build.
+if Context.environment["TESSERA_FUZZ"] == "1" {
+    package.targets.append(.executableTarget(name: "TesseraFuzz", dependencies: ["Server", "Compositing", "Transport"], path: "Fuzz/Host",
+                                             swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
+    package.products.append(.executable(name: "TesseraFuzz", targets: ["TesseraFuzz"]))
+}

@@ -14,43 +14,8 @@ TESSERA=$1
 WORK=$2
 mkdir -p "$WORK"
 failures=0
-HOST_PID=
-
-start_host() {  # start_host NAME MEDIA_PORT FAULTS_JSON [MORE_CONFIG] → sets BASE
-    local name=$1 port=$2 faults=$3 more=${4:-}
-    cat >"$WORK/$name.json" <<EOF
-{"http": {"listen": "127.0.0.1:0"}, "media": {"listen": "127.0.0.1:$port"},
- "recordings": {"folder": "$WORK/recordings"}, "testing": {"faults": $faults}$more}
-EOF
-    setsid "$TESSERA" serve --config "$WORK/$name.json" >"$WORK/$name.host.log" 2>&1 </dev/null &
-    HOST_PID=$!
-    BASE=
-    for _ in $(seq 300); do
-        BASE=$(sed -n 's#^.*tessera: listening on \(http://[^[:space:]]*\).*$#\1#p' "$WORK/$name.host.log" | head -n 1)
-        [ -n "$BASE" ] && return 0
-        kill -0 "$HOST_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    echo "load_check: FAIL $name: the host did not start"; tail -n 20 "$WORK/$name.host.log"
-    return 1
-}
-
-stop_host() {
-    [ -n "$HOST_PID" ] || return 0
-    kill -TERM "$HOST_PID" 2>/dev/null
-    for _ in $(seq 100); do kill -0 "$HOST_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$HOST_PID" 2>/dev/null
-    wait "$HOST_PID" 2>/dev/null
-    HOST_PID=
-}
+source "$(dirname "${BASH_SOURCE[0]}")/hosts.sh"
 trap stop_host EXIT
-
-# run_load NAME ARGS...: runs tessera load against $BASE; its output in WORK/NAME.out, status in RC.
-run_load() {
-    local name=$1; shift
-    timeout -k 5 90 "$TESSERA" load --url "$BASE" --quiet --report "$WORK/$name-report" "$@" >"$WORK/$name.out" 2>&1
-    RC=$?
-}
 
 # 1. A sound host: 4 participants, 15 s, audio and video, every check passes and the report says
 # so. (CI runs debug builds of the host and of the load generator on 2 cores. With a core kept

@@ -2,7 +2,7 @@
 # Interop suite for the host's echo endpoint (POST /v1/echo): real WebRTC peers call it and
 # check that what they send comes back.
 #
-#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium chromium-tcp gstreamer page room load docs"] [--seconds N]
+#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium chromium-tcp gstreamer page room load faults docs"] [--seconds N]
 #                  [--media-port 50000] [--ready-timeout 30] [--keep-logs] [--impair JSON]
 #
 # --impair '{"loss": 0.05, "jitter": "50ms"}' impairs the host's media socket (config
@@ -30,7 +30,7 @@ TESSERA="$REPO/.build/debug/tessera"
 if [ -x "$REPO/.build/release/tessera" ] && { [ ! -x "$TESSERA" ] || [ "$REPO/.build/release/tessera" -nt "$TESSERA" ]; }; then
     TESSERA="$REPO/.build/release/tessera"
 fi
-PEERS="aiortc chromium chromium-tcp gstreamer page room load docs"
+PEERS="aiortc chromium chromium-tcp gstreamer page room load faults docs"
 SECONDS_PER_CALL=10
 MEDIA_PORT=50000
 READY_TIMEOUT=30
@@ -217,7 +217,11 @@ for peer in $PEERS; do
         load)
             # tessera load against hosts of its own (a sound one, two deliberately broken ones)
             PEER_LIMIT=180 run_peer load bash "$HERE/load_check.sh" "$TESSERA" "$TMP/load" ;;
-        *) fail "$peer" "unknown peer (aiortc, chromium, chromium-tcp, gstreamer, page, room, load, docs)" ;;
+        faults)
+            # The host attacked, a guest killed, the host killed while recording, a full disk and a
+            # removed recordings folder, each with a room in session (hosts of its own)
+            PEER_LIMIT=240 run_peer faults bash "$HERE/faults_check.sh" "$TESSERA" "$TMP/faults" ;;
+        *) fail "$peer" "unknown peer (aiortc, chromium, chromium-tcp, gstreamer, page, room, load, faults, docs)" ;;
     esac
 done
 

@@ -1,3 +1,4 @@
+import Foundation
 import Media
 import Wire
 
@@ -7,6 +8,9 @@ public enum RecordingError: Error, Equatable, CustomStringConvertible {
     case container(MediaContainerError)
     case video(VP8CodecError)
     case audio(OpusCodecError)
+    /// The file is no longer where it was written (it, or its folder, was removed or replaced):
+    /// what would be written next could never be found.
+    case fileRemoved(String)
 
     public var description: String {
         switch self {
@@ -14,11 +18,17 @@ public enum RecordingError: Error, Equatable, CustomStringConvertible {
         case .container(let error): "recording file: \(error)"
         case .video(let error): "recording video: \(error)"
         case .audio(let error): "recording audio: \(error)"
+        case .fileRemoved(let path): "\(path) was removed (or its folder) while recording"
         }
     }
 
     /// The file could not be written.
-    var isContainerError: Bool { if case .container = self { true } else { false } }
+    var isContainerError: Bool {
+        switch self {
+        case .container, .fileRemoved: true
+        default: false
+        }
+    }
 }
 
 /// Records a video track and an audio track into one WebM file (VP8 + Opus), as the seed's
@@ -76,6 +86,9 @@ public final class TrackRecorder {
     /// Samples read but not yet encoded (less than a frame between ticks; interleaved).
     private var pendingAudio: [Int16] = []
     private var waitingForKeyFrame = true
+    /// The file as it was made (device and inode), and when it was last looked for.
+    private var fileIdentity: (device: UInt64, inode: UInt64)?
+    private var fileCheckedAt: Instant?
 
     public init(path: String, videoTrack: VideoTrack?, audioTrack: AudioTrack?, configuration: Configuration = Configuration(),
                 now: Instant) throws(RecordingError) {
@@ -108,6 +121,7 @@ public final class TrackRecorder {
                 video: videoTrack.map { _ in WebMWriter.VideoTrack(width: configuration.width, height: configuration.height) },
                 audio: audioTrack.map { _ in WebMWriter.AudioTrack(channels: configuration.audioChannels) })
         } catch { throw .container(error) }
+        fileIdentity = Self.identity(of: path)
     }
 
     deinit { try? writer.finish() }
@@ -117,6 +131,7 @@ public final class TrackRecorder {
         guard isRecording else { return }
         if let videoTrack, videoTrack.readyState == .ended { return finishQuietly() }
         if let track = audioReader?.track, track.readyState == .ended { return finishQuietly() }
+        checkFileIsThere(now: now)
         recordVideo(now: now)
         recordAudio(now: now)
         // The file cannot be written (a full disk, a failed device): it ends here, as complete as
@@ -129,6 +144,22 @@ public final class TrackRecorder {
         guard isRecording else { return }
         isRecording = false
         do { try writer.finish() } catch { throw .container(error) }
+    }
+
+    /// Once a second: the file still at its path. Writes to a file whose folder was removed
+    /// succeed (the inode lives on) and are lost; the recording ends instead, and says why.
+    private func checkFileIsThere(now: Instant) {
+        guard let fileIdentity, fileCheckedAt.map({ now - $0 >= .seconds(1) }) ?? true else { return }
+        fileCheckedAt = now
+        guard let current = Self.identity(of: path), current == fileIdentity else {
+            return errors.append(.fileRemoved(path))
+        }
+    }
+
+    private static func identity(of path: String) -> (device: UInt64, inode: UInt64)? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return (UInt64(status.st_dev), UInt64(status.st_ino))
     }
 
     private func finishQuietly() {

@@ -67,6 +67,9 @@ public struct LoadOptions: Sendable, Equatable {
     /// `--secret S`: the host's `auth.secret`; the run signs the tokens it needs with it (each
     /// participant's join its own, the run's other calls the room's admin token).
     public var secret: String?
+    /// `--attack`: a hostile peer joins beside the guests and sends what a broken or hostile
+    /// one would, while the guests' checks go on (`LoadAttacker`).
+    public var attack = false
 
     public init() {}
 
@@ -76,7 +79,7 @@ public struct LoadOptions: Sendable, Equatable {
                             [--audio-levels on|off] [--decoders 2] [--report PATH|none] [--max-audio-latency 500ms]
                             [--max-video-latency 800ms] [--max-loss 2%] [--allow-remote] [--quiet]
                             [--loss 5%] [--burst 3] [--jitter 50ms] [--reorder 1%] [--seed 1] [--blackout 10s]
-                            [--record FOLDER] [--secret S]
+                            [--record FOLDER] [--secret S] [--attack]
         Synthetic participants join the room, send their tone and colour, check what they receive,
         and report: a table on standard output, and PATH.json and PATH.html (by default
         reports/tessera-load-YYYYMMDD-HHMMSS under the working directory; --report none writes
@@ -87,7 +90,10 @@ public struct LoadOptions: Sendable, Equatable {
         check leaves those 2 s out, and loss is not judged). --record FOLDER records the room once
         everyone is in until the end, reads the file from FOLDER (the host's recordings folder) and
         checks that it plays with lips and voices together. --secret S (the host's auth.secret) signs a
-        token for each participant's join and the room's admin token for the run's other calls. --name=value works as well as --name value. Exit status 0 only when every
+        token for each participant's join and the room's admin token for the run's other calls. --attack
+        adds a hostile peer that joins too and, for the whole run, sends the host random, truncated and
+        replayed datagrams, STUN, DTLS and SRTP that must fail, RTCP claiming the guests' SSRCs, hostile
+        SDP and malformed HTTP; the run checks the host refused them while every other check held. --name=value works as well as --name value. Exit status 0 only when every
         check passed, 1 when a check failed, 2 for bad arguments.
         """
 
@@ -100,6 +106,7 @@ public struct LoadOptions: Sendable, Equatable {
             switch name {
             case "allow-remote": allowRemote = true; continue
             case "quiet": quiet = true; continue
+            case "attack": attack = true; continue
             default: break
             }
             guard let value = rest.popFirst() else { throw .missingValue(argument) }

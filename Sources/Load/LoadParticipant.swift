@@ -170,6 +170,9 @@ final class LoadParticipant {
 
     private var now: Instant { loop.clock.now() }
 
+    /// The SSRCs it sends and those the host sends it: what `--attack`'s forged RTCP claims.
+    var ssrcs: [UInt32] { [audioSSRC, videoSSRC, videoRTXSSRC] + [hostAudio, hostVideo].compactMap { $0?.rawValue } }
+
     private func seconds(_ duration: Duration) -> Double {
         duration.seconds
     }

@@ -29,6 +29,7 @@ public final class LoadRun {
     private var loop: EventLoop?
     private var model: LoadRoomModel?
     private var participants: [LoadParticipant] = []
+    private var attacker: LoadAttacker?
     private var ticks: [MediaTick] = []
     private var samples: [LoadReport.Sample] = []
     private var hostReadings: [(seconds: Double, values: [String: Double])] = []
@@ -91,6 +92,11 @@ public final class LoadRun {
                                                   dtlsContext: context, toneLoop: tone, silence: silence, pictureLoop: pictures)
                 participants.append(participant)
             }
+            if options.attack {
+                let participants = self.participants
+                attacker = LoadAttacker(model: model, loop: loop, http: http, certificate: certificate, dtlsContext: context,
+                                        silence: silence, guestSSRCs: { participants.filter { $0.state == .connected }.flatMap(\.ssrcs) })
+            }
         } catch {
             throw .setup("\(error)")
         }
@@ -123,6 +129,17 @@ public final class LoadRun {
             })
         }
         ticks.append(MediaTick(loop: loop, interval: { .seconds(1) }, maximumLateness: .seconds(1)) { [unowned self] _ in sample() })
+        if let attacker {
+            // It joins once the guests are in, and attacks until a second before the end.
+            let joinAt = start + .nanoseconds(Int64(Double(options.participants) / options.joinRate * 1e9))
+            loop.schedule(at: joinAt) { attacker.join() }
+            var round = 0
+            ticks.append(MediaTick(loop: loop, interval: { .milliseconds(100) }, maximumLateness: .seconds(1)) { [unowned self] deadline in
+                guard deadline < start + (options.duration - .seconds(1)) else { return }
+                round += 1
+                attacker.volley(round: round)
+            })
+        }
         if options.churn > 0 {
             let interval = Duration.nanoseconds(Int64(1e9 / options.churn))
             ticks.append(MediaTick(loop: loop, interval: { interval }, maximumLateness: .seconds(1)) { [unowned self] _ in churn() })
@@ -268,6 +285,7 @@ public final class LoadRun {
         for participant in participants {
             participant.leave { confined.value.deleteAnswered() }
         }
+        attacker?.leave()
         loop.schedule(at: loop.clock.now() + .seconds(5)) { loop.stop() }
         deleteAnswered()
     }
@@ -353,6 +371,7 @@ public final class LoadRun {
             loadGeneratorCPU: loadCPU, loadGeneratorCPUPerParticipant: loadCPU / count, decoding: decoding)
         var checks = LoadChecks(options: options, identities: participants.map(\.identity), results: results,
                                 audioLatencies: audioValues, videoLatencies: videoValues).all
+        if let attacker { checks.append(attacker.check()) }
         var recordingOffsets: [[Double]]?
         if options.recordingsFolder != nil {
             let (check, measured) = checkRecording()

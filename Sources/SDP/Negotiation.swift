@@ -240,6 +240,14 @@ struct AnswerBuilder {
             guard seen.insert(mid).inserted else { throw SDPError(.duplicateMid, "a=mid:\(mid) appears twice") }
             mids.append(mid)
         }
+        var owners: [UInt32: Int] = [:]
+        for (index, section) in sections.enumerated() where offer.media[index].port != 0 || section.bundleOnly {
+            for ssrc in Set(section.ssrcAttributes.map(\.ssrc) + section.ssrcGroups.flatMap(\.ssrcs)) {
+                if let owner = owners.updateValue(index, forKey: ssrc), owner != index {
+                    throw SDPError(.duplicateSSRC, "a=ssrc:\(ssrc) is in m= sections \(owner) and \(index): an SSRC names one source")
+                }
+            }
+        }
         let bundle = offer.bundleGroups.first
         if let bundle {
             for mid in bundle.mids where !seen.contains(mid) {

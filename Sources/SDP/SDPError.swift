@@ -77,6 +77,9 @@ public struct SDPError: Error, Sendable, Equatable, CustomStringConvertible {
         case missingMid
         /// Two m= sections with the same `a=mid` (RFC 5888 §4).
         case duplicateMid
+        /// Two m= sections name the same SSRC (an SSRC is one source in the session: RFC 3550
+        /// §8, and with BUNDLE it is how the answerer routes, RFC 8843 §9.2).
+        case duplicateSSRC
         /// The BUNDLE group names a mid that no m= section has (RFC 8843 §7.2).
         case badBundleGroup
         /// The host's own parameters (fingerprint, ICE credentials, codec) are not valid.

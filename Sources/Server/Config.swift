@@ -193,13 +193,19 @@ public struct HostConfig: Sendable, Equatable {
             do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
                 throw .unreadable(path: path, reason: error.localizedDescription)
             }
-            do { config = try StrictJSON.decode(HostConfig.self, from: Array(data), shape: shape) } catch {
-                throw .invalid(path: path, reason: error.description)
-            }
-            do { try config.validate() } catch { throw .invalid(path: path, reason: error.description) }
+            do { config = try decode(fileContents: Array(data)) } catch { throw .invalid(path: path, reason: error.description) }
         } else {
             try config.validate()
         }
+        return config
+    }
+
+    /// A config file's bytes, decoded and checked: strict JSON of `shape` (an unknown key is
+    /// refused), then `validate()`. The error names the field.
+    public static func decode(fileContents bytes: [UInt8]) throws(LoadError) -> HostConfig {
+        let config: HostConfig
+        do { config = try StrictJSON.decode(HostConfig.self, from: bytes, shape: shape) } catch { throw .unsafe(error.description) }
+        try config.validate()
         return config
     }
 

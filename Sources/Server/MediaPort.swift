@@ -57,6 +57,9 @@ public final class MediaPort {
     public let loop: EventLoop
     public let socket: UDPSocket
     public private(set) var counters = Counters()
+    /// What the peers' transports dropped, and why: those gone, then those here.
+    public var drops: PeerTransport.DropCounters { peers.values.reduce(retiredDrops) { $0 + $1.transport.drops } }
+    private var retiredDrops = PeerTransport.DropCounters()
     private var peers: [PeerID: Peer] = [:]
     private var byUfrag: [String: PeerID] = [:]
     private var byAddress: [TransportAddress: PeerID] = [:]
@@ -180,6 +183,8 @@ public final class MediaPort {
     }
 
     public var peerCount: Int { peers.count }
+    /// Addresses routed to a peer, all peers together.
+    var routedAddressCount: Int { byAddress.count }
 
     /// Adds a peer whose checks will name `localUfrag` (the host's ufrag in its answer).
     public func add(_ transport: PeerTransport, localUfrag: String, sink: PeerEventSink) -> PeerID {
@@ -209,6 +214,7 @@ public final class MediaPort {
     /// Forgets a peer: its addresses, its ufrag and its timer.
     public func remove(_ id: PeerID) {
         guard let peer = peers.removeValue(forKey: id) else { return }
+        retiredDrops = retiredDrops + peer.transport.drops
         if byUfrag[peer.ufrag] == id { byUfrag[peer.ufrag] = nil }
         for address in peer.addresses where byAddress[address] == id { byAddress[address] = nil }
         for address in peer.addresses { closeTCP(address) }
@@ -300,11 +306,23 @@ public final class MediaPort {
         guard let transport = peers[id]?.transport else { return }
         transport.handleDatagram(datagram.bytes, from: datagram.source, now: now)
         // Learn the address once the agent has accepted a check from it.
-        if byAddress[datagram.source] == nil, transport.hasValidated(datagram.source) {
-            byAddress[datagram.source] = id
-            peers[id]?.addresses.insert(datagram.source)
-        }
+        if byAddress[datagram.source] == nil, transport.hasValidated(datagram.source) { learn(datagram.source, for: id) }
         service(id, now: now)
+    }
+
+    /// Routes `address` to peer `id`, and forgets the peer's addresses its transport no longer
+    /// takes (it keeps its last 8): a peer that sends valid checks from port after port holds
+    /// no more routes than that.
+    private func learn(_ address: TransportAddress, for id: PeerID) {
+        guard let transport = peers[id]?.transport else { return }
+        byAddress[address] = id
+        peers[id]?.addresses.insert(address)
+        guard let addresses = peers[id]?.addresses, addresses.count > 8 else { return }
+        for stale in addresses where !transport.hasValidated(stale) {
+            peers[id]?.addresses.remove(stale)
+            if byAddress[stale] == id { byAddress[stale] = nil }
+            closeTCP(stale)
+        }
     }
 
     /// The first half of a Binding request's USERNAME (RFC 8445 §7.2.2: `ourUfrag:theirUfrag`),

@@ -38,7 +38,7 @@ struct MetricsSnapshot: Sendable {
     let metrics: [PrometheusMetric]
 
     init(rooms hosted: [HostedRoom], expiredJoins: Int, echoSessions: Int, port: MediaPort) {
-        let counters = port.counters
+        let counters = port.counters, drops = port.drops
         let everyone = hosted.flatMap(\.participants).map(\.inbound)
         let cameras = everyone.compactMap(\.cameraStatistics)
         let encoding = hosted.compactMap(\.encodeStatistics)
@@ -69,6 +69,11 @@ struct MetricsSnapshot: Sendable {
             PrometheusMetric("tessera_datagrams_total", .counter, "UDP datagrams on the media port.", [("direction=\"in\"", "\(counters.datagramsIn)"), ("direction=\"out\"", "\(counters.datagramsOut)")]),
             PrometheusMetric("tessera_bytes_total", .counter, "UDP payload bytes on the media port.", [("direction=\"in\"", "\(counters.bytesIn)"), ("direction=\"out\"", "\(counters.bytesOut)")]),
             PrometheusMetric("tessera_datagrams_unroutable_total", .counter, "Datagrams from unknown addresses that named no peer.", [("", "\(counters.unroutable)")]),
+            PrometheusMetric("tessera_datagrams_dropped_total", .counter, "Datagrams on the media port dropped, by why: from an address that named no peer; not STUN, DTLS, RTP or RTCP; a check ICE refused (wrong ufrag or integrity); DTLS or SRTP from an address no valid check came from; SRTP that failed authentication or replay checks or came before keys; DTLS records the handshake could not use.", [
+                ("reason=\"unroutable\"", "\(counters.unroutable)"), ("reason=\"unknown_kind\"", "\(drops.unknownKind)"),
+                ("reason=\"stun_rejected\"", "\(drops.stunRejected)"), ("reason=\"unknown_address\"", "\(drops.unknownAddress)"),
+                ("reason=\"srtp_rejected\"", "\(drops.srtpRejected)"), ("reason=\"dtls_rejected\"", "\(drops.dtlsRejected)"),
+            ]),
             PrometheusMetric("tessera_tcp_connections", .gauge, "ICE-TCP connections open on the media TCP port.", [("", "\(port.tcpConnectionCount)")]),
             PrometheusMetric("tessera_joins_expired_total", .counter, "Joins dropped for not connecting (ICE and DTLS) within 20 s of their answer.", [("", "\(expiredJoins)")]),
             PrometheusMetric("tessera_tcp_connections_total", .counter, "ICE-TCP connections accepted, and refused (over the limit, or naming no peer within 10 s).", [("result=\"accepted\"", "\(counters.tcpAccepted)"), ("result=\"refused\"", "\(counters.tcpRefused)")]),

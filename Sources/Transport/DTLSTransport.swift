@@ -68,7 +68,8 @@ public final class DTLSTransport {
 
     public let role: Role
     public private(set) var state: State = .handshaking
-    /// Datagrams that were not DTLS records we could use (counted, then dropped).
+    /// Datagrams that were not DTLS records we could use (counted, then dropped): empty or
+    /// oversized, or after the handshake records other than alerts and handshake ones.
     public private(set) var droppedDatagrams = 0
 
     private let context: DTLSContext
@@ -130,7 +131,14 @@ public final class DTLSTransport {
         _ = datagram.withUnsafeBytes { BIO_write(incoming, $0.baseAddress, Int32($0.count)) }
         switch state {
         case .handshaking: advanceHandshake(now: now)
-        case .connected: drainAfterHandshake()
+        case .connected:
+            // Once connected the host takes nothing over DTLS but alerts (a close) and handshake
+            // records (the peer's last flight again, which OpenSSL answers with ours, a datagram
+            // at a time): records of any other content type (application data: there are no data
+            // channels; or none TLS knows) are dropped unread, and counted.
+            let queued = outgoing.count
+            drainAfterHandshake()
+            if case .connected = state, outgoing.count == queued, !(20...22).contains(datagram[0]) { droppedDatagrams += 1 }
         case .failed: _ = tessera_BIO_reset(incoming)
         }
     }

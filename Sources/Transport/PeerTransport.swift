@@ -43,10 +43,29 @@ public final class PeerTransport {
         public var unknownAddress = 0
         /// SRTP or SRTCP before keys, or that failed authentication or replay checks.
         public var srtpRejected = 0
-        public var total: Int { unknownKind + stunRejected + unknownAddress + srtpRejected }
+        /// DTLS records from the peer's address that the handshake or its end could not use
+        /// (garbage, replayed or out-of-place handshake records).
+        public var dtlsRejected = 0
+        public var total: Int { unknownKind + stunRejected + unknownAddress + srtpRejected + dtlsRejected }
+        public init() {}
+
+        public static func + (a: Self, b: Self) -> Self {
+            var sum = a
+            sum.unknownKind += b.unknownKind
+            sum.stunRejected += b.stunRejected
+            sum.unknownAddress += b.unknownAddress
+            sum.srtpRejected += b.srtpRejected
+            sum.dtlsRejected += b.dtlsRejected
+            return sum
+        }
     }
 
-    public private(set) var drops = DropCounters()
+    public var drops: DropCounters {
+        var drops = counted
+        drops.dtlsRejected = dtls.droppedDatagrams
+        return drops
+    }
+    private var counted = DropCounters()
     public private(set) var failure: Failure?
     public var isSecure: Bool { outbound != nil && failure == nil }
     /// Where media goes.
@@ -90,11 +109,11 @@ public final class PeerTransport {
         switch DatagramKind(datagram: datagram) {
         case .stun: handleSTUN(datagram, from: source, now: now)
         case .dtls:
-            guard validatedAddresses.contains(source) else { drops.unknownAddress += 1; return }
+            guard validatedAddresses.contains(source) else { counted.unknownAddress += 1; return }
             dtls.handleDatagram(datagram, now: now)
             afterDTLS(destination: source)
         case .rtpOrRTCP: handleSRTP(datagram, from: source, now: now)
-        case .unknown: drops.unknownKind += 1
+        case .unknown: counted.unknownKind += 1
         }
     }
 
@@ -156,7 +175,7 @@ public final class PeerTransport {
     }
 
     private func handleSTUN(_ datagram: [UInt8], from source: TransportAddress, now: Instant) {
-        guard let message = try? STUNMessage(parsing: datagram) else { drops.stunRejected += 1; return }
+        guard let message = try? STUNMessage(parsing: datagram) else { counted.stunRejected += 1; return }
         switch ice {
         case .lite(var agent):
             do {
@@ -172,14 +191,14 @@ public final class PeerTransport {
                     heard(from: source, now: now)
                 }
             } catch {
-                drops.stunRejected += 1
+                counted.stunRejected += 1
             }
         case .controlling(var agent):
             do {
                 try agent.handleResponse(message, from: source, now: now)
                 ice = .controlling(agent)
             } catch {
-                drops.stunRejected += 1
+                counted.stunRejected += 1
             }
         }
         if !iceConnected, let address = remoteAddress {
@@ -190,15 +209,15 @@ public final class PeerTransport {
     }
 
     private func handleSRTP(_ datagram: [UInt8], from source: TransportAddress, now: Instant) {
-        guard validatedAddresses.contains(source) else { drops.unknownAddress += 1; return }
-        guard let inbound, datagram.count >= 2 else { drops.srtpRejected += 1; return }
+        guard validatedAddresses.contains(source) else { counted.unknownAddress += 1; return }
+        guard let inbound, datagram.count >= 2 else { counted.srtpRejected += 1; return }
         // RFC 5761 §4: RTCP packet types 192–223 put 64–95 in the RTP payload-type position.
         let isRTCP = (64...95).contains(datagram[1] & 0x7F)
         do {
             events.append(isRTCP ? .rtcp(try inbound.unprotectRTCP(datagram)) : .rtp(try inbound.unprotectRTP(datagram)))
             heard(from: source, now: now)
         } catch {
-            drops.srtpRejected += 1
+            counted.srtpRejected += 1
         }
     }
 

@@ -106,6 +106,35 @@ import WireTesting
         #expect(camera.readyState == .live && mix.readyState == .live, "the tracks go on")
     }
 
+    /// Writes into a file whose folder was removed succeed and are lost: the recorder notices
+    /// within a second, ends, and says why; the tracks go on.
+    @Test func aRemovedFolderEndsTheRecordingWithItsReason() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tessera-removed-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let path = folder.appendingPathComponent("room.webm").path
+        let clock = ManualClock()
+        let camera = VideoTrack(id: "room/composite")
+        let mix = AudioTrack(id: "room/mix")
+        let recorder = try TrackRecorder(path: path, videoTrack: camera, audioTrack: mix,
+                                         configuration: .init(width: 320, height: 180, framesPerSecond: 30), now: clock.now())
+        var removedAt: Instant?
+        for frame in 0..<200 where recorder.isRecording {
+            if frame == 50 {
+                try FileManager.default.removeItem(at: folder)
+                removedAt = clock.now()
+            }
+            camera.push(I420Frame(width: 320, height: 180, color: YUVColor(y: UInt8(frame % 200 + 20), u: 90, v: 160), timestamp: clock.now()),
+                        now: clock.now())
+            mix.push(AudioFrame(channels: 1, samples: [Int16](repeating: 0, count: AudioFrame.samplesPer20ms)), now: clock.now())
+            recorder.tick(now: clock.now())
+            clock.advance(by: .milliseconds(20))
+        }
+        #expect(!recorder.isRecording, "the recording ended")
+        #expect(recorder.errors.contains(.fileRemoved(path)), "\(recorder.errors)")
+        if let removedAt { #expect(clock.now() - removedAt <= .milliseconds(1100), "noticed within a second") }
+        #expect(camera.readyState == .live && mix.readyState == .live, "the tracks go on")
+    }
+
     @Test func aRecorderNeedsATrack() {
         #expect(throws: RecordingError.nothingToRecord) {
             try TrackRecorder(path: "/tmp/none.webm", videoTrack: nil, audioTrack: nil, now: Instant(nanoseconds: 0))

@@ -123,4 +123,19 @@ let minimalHead = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n"
         let ghost = try SessionDescription(parsing: text.replacingOccurrences(of: "BUNDLE 0 1", with: "BUNDLE 0 1 7"))
         #expect(errorKind { () throws(SDPError) in _ = try negotiate(offer: ghost, host: Fixture.host(for: ghost)) } == .badBundleGroup)
     }
+
+    /// An SSRC names one source: the camera's SSRC again on the microphone's m-line is refused
+    /// (the host would route one stream's packets to two tracks).
+    @Test func anSSRCInTwoMLinesIsRefused() throws {
+        let text = try Fixture.text("aiortc-offer.sdp")
+        let offer = try SessionDescription(parsing: text)
+        guard let audio = offer.media.first(where: { $0.kind == .audio })?.ssrcAttributes.first?.ssrc,
+              let video = offer.media.first(where: { $0.kind == .video })?.ssrcAttributes.first?.ssrc else {
+            Issue.record("the fixture names no SSRCs")
+            return
+        }
+        #expect(throws: Never.self) { _ = try negotiate(offer: offer, host: Fixture.host(for: offer)) }
+        let shared = try SessionDescription(parsing: text.replacingOccurrences(of: "a=ssrc:\(video) ", with: "a=ssrc:\(audio) "))
+        #expect(errorKind { () throws(SDPError) in _ = try negotiate(offer: shared, host: Fixture.host(for: shared)) } == .duplicateSSRC)
+    }
 }

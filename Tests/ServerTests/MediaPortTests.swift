@@ -109,6 +109,43 @@ private final class RemovingSink: PeerEventSink {
         #expect(unroutable == 1)
     }
 
+    /// A peer that sends valid checks from port after port (as a flood would) is routed from
+    /// its last 8 addresses, not from every one it ever used.
+    @Test func aPeerCheckingFromManyAddressesKeepsItsLastEight() throws {
+        let loop = try EventLoop()
+        let port = try MediaPort(loop: loop, bind: TransportAddress(ipv4: 127, 0, 0, 1, port: 0))
+        let hostICE = ICECredentials.random(), clientICE = ICECredentials.random()
+        let certificate = try DTLSCertificate()
+        let dtls = try DTLSTransport(context: DTLSContext(certificate: certificate), role: .server,
+                                     remoteFingerprints: [certificate.fingerprint], now: loop.clock.now())
+        let transport = PeerTransport(ice: .lite(ICELiteAgent(local: hostICE, remote: clientICE)), dtls: dtls, now: loop.clock.now())
+        let sink = RemovingSink()
+        _ = port.add(transport, localUfrag: hostICE.ufrag, sink: sink)
+        let confined = LoopConfined(port, on: loop)
+        let thread = EventLoopThread(loop)
+        defer { withExtendedLifetime(port) { thread.stop() } }  // the loop ends before the port goes: its handlers run there
+
+        var sockets: [UDPSocket] = []
+        for _ in 0..<20 {
+            let socket = try UDPSocket(bind: TransportAddress(ipv4: 127, 0, 0, 1, port: 0))
+            var agent = ICEControllingAgent(local: clientICE, remote: hostICE, remoteAddress: port.socket.localAddress, tieBreaker: 7,
+                                            now: loop.clock.now())
+            let polled = agent.pollCheck(now: loop.clock.now())
+            let check = try #require(polled)
+            socket.send([(check, port.socket.localAddress)])
+            sockets.append(socket)
+            // Each answered before the next is sent, so every address is learned in turn.
+            var answered = false
+            for _ in 0..<500 where !answered {
+                answered = !socket.receiveBatch().isEmpty
+                if !answered { usleep(2_000) }
+            }
+            #expect(answered)
+        }
+        let routed = try runOnLoop(loop) { confined.value.routedAddressCount }
+        #expect(routed == 8, "\(routed) addresses routed")
+    }
+
     /// Runs `body` on the loop thread (it wakes the loop, so due timers run first) and returns its result.
     private func runOnLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () -> T) throws -> T {
         let done = DispatchSemaphore(value: 0)

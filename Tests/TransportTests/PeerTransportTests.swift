@@ -170,7 +170,12 @@ private func rtpPacket(seq: UInt16, ssrc: UInt32 = 0x1234_5678, payload: [UInt8]
         tampered[tampered.count - 1] ^= 0xFF
         call.host.handleDatagram(tampered, from: call.clientAddress, now: now)
         call.host.handleDatagram(Array(protected.prefix(9)), from: call.clientAddress, now: now)
+        // After the handshake: application data (no data channels here) and records of a content
+        // type TLS does not know, from the peer's own address.
+        call.host.handleDatagram([0x17, 0xFE, 0xFD, 0, 1, 0, 0, 0, 0, 0, 7, 0, 3, 1, 2, 3], from: call.clientAddress, now: now)
+        call.host.handleDatagram([0x3F] + Array(repeating: 0xAB, count: 40), from: call.clientAddress, now: now)
 
+        #expect(call.host.drops.dtlsRejected == 2)
         #expect(call.host.drops.stunRejected >= 1)
         #expect(call.host.drops.unknownAddress >= 2)
         #expect(call.host.drops.srtpRejected >= 2)

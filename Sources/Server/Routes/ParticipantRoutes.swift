@@ -102,15 +102,8 @@ extension HostAPI {
     /// changes only this participant's mix; `muted` takes its voice out of every mix (or its
     /// picture off every tile). Answers the participant as it now is.
     func applyHearAndMuted(room: String, id: String, _ body: [UInt8]) -> HTTPResponse {
-        struct Patch: Decodable {
-            struct Muted: Decodable { var audio: Bool?; var video: Bool? }
-            var hear: [String: Bool]?
-            var muted: Muted?
-        }
-        let patch: Patch
-        do {
-            patch = try StrictJSON.decode(Patch.self, from: body, shape: .object(["hear": .dictionary(.boolean), "muted": .object(["audio": .boolean, "video": .boolean])]))
-        } catch {
+        let patch: ParticipantPatch
+        do { patch = try ParticipantPatch(json: body) } catch {
             return .error(400, "bad JSON", detail: "\(error); expected {\"hear\": {\"ID\": false}, \"muted\": {\"audio\": true}}")
         }
         for identity in (patch.hear ?? [:]).keys where !Self.isValidName(identity) {
@@ -139,5 +132,16 @@ extension HostAPI {
             return true
         }) ?? false
         return found ? HTTPResponse(status: 204) : .error(404, "not found", detail: "no participant \(id) in room \(room)")
+    }
+}
+
+/// The body of `PATCH …/participants/{pid}` as JSON.
+struct ParticipantPatch: Decodable {
+    struct Muted: Decodable { var audio: Bool?; var video: Bool? }
+    var hear: [String: Bool]?
+    var muted: Muted?
+
+    init(json body: [UInt8]) throws(JSONDocumentError) {
+        self = try StrictJSON.decode(Self.self, from: body, shape: .object(["hear": .dictionary(.boolean), "muted": .object(["audio": .boolean, "video": .boolean])]))
     }
 }

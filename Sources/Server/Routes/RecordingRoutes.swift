@@ -11,10 +11,9 @@ extension HostAPI {
     /// `POST /v1/rooms/{room}/recordings` with an optional `{"file": "name.webm"}`: records the
     /// room's composite and whole mix into the configured folder.
     func startRecording(room: String, _ request: HTTPRequest) -> HTTPResponse {
-        struct Body: Decodable { var file: String? }
         var file: String?
         if !request.body.isEmpty {
-            do { file = try StrictJSON.decode(Body.self, from: request.body, shape: .object(["file": .string])).file } catch {
+            do { file = try RecordingRequest(json: request.body).file } catch {
                 return .error(400, "bad JSON", detail: #"\#(error); expected {"file": "name.webm"} or no body"#)
             }
         }
@@ -73,5 +72,14 @@ extension HostAPI {
     func finishRecordings() {
         let rooms = self.rooms
         _ = try? media.runOnLoop { for hosted in rooms.value.rooms.values { hosted.stopAllRecordings() } }
+    }
+}
+
+/// The optional body of `POST …/recordings`: `{"file": "name.webm"}`.
+struct RecordingRequest: Decodable {
+    var file: String?
+
+    init(json body: [UInt8]) throws(JSONDocumentError) {
+        self = try StrictJSON.decode(Self.self, from: body, shape: .object(["file": .string]))
     }
 }
