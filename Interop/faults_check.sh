@@ -2,8 +2,9 @@
 # The host under attack and under faults, each while a room is in session, against hosts this
 # script starts:
 #   1. attack: three guests check their mixes and slots while `tessera load --attack` sends
-#      garbage, floods, forged RTCP, hostile SDP and malformed HTTP; every check holds, /metrics
-#      counts the drops by reason, and the host's peak memory stays under 256 MiB;
+#      garbage, floods, forged RTCP, hostile SDP, joins that never connect and malformed HTTP;
+#      every check holds, /metrics counts the drops by reason and the expired joins, and the
+#      host's peak memory stays under 256 MiB;
 #   2. vanish: a guest's process is killed (no BYE, no DELETE); within the consent bound (30 s,
 #      RFC 7675) its tracks end, it leaves with `consent lost`, and its transport is freed;
 #   3. crash: kill -9 of the host while recording; the file plays to within 2 s of the kill;
@@ -11,13 +12,16 @@
 #      `recordingStopped` and the reason, and the guests' checks hold;
 #   5. removed folder: the recordings folder is removed while recording; the same.
 #
-#   Interop/faults_check.sh TESSERA WORKDIR
+#   Interop/faults_check.sh TESSERA WORKDIR [STEP...]      (STEP: attack vanish crash full-disk removed)
 #
 # Run by Interop/run.sh (the `faults` peer) inside its loopback-only network namespace; every
 # step is bounded by timeouts. Prints PASS/FAIL lines; exit status 0 when all hold.
 set -u
 TESSERA=$1
 WORK=$2
+shift 2
+STEPS=" ${*:-attack vanish crash full-disk removed} "
+want() { [[ $STEPS == *" $1 "* ]]; }
 mkdir -p "$WORK"
 failures=0
 source "$(dirname "${BASH_SOURCE[0]}")/hosts.sh"
@@ -38,10 +42,11 @@ watch_events() {
 
 # 1. Attack. The bound on memory: the debug host peaks near 110 MiB here, attacked or not.
 MEMORY_BOUND_KIB=$((256 * 1024))
-if start_host attack 50310 '[]' ', "video": {"width": 640, "height": 360, "bitrate": 800000}'; then
-    run_load attack --room attack --participants 3 --speakers 3 --duration 25s --video 320x180@15 --attack
+if want attack && start_host attack 50310 '[]' ', "video": {"width": 640, "height": 360, "bitrate": 800000}'; then
+    run_load attack --room attack --participants 3 --speakers 3 --duration 30s --video 320x180@15 --attack
     peak=$(awk '/^VmHWM/ { print $2 }' "/proc/$HOST_PID/status")
     drops=$(curl -s --max-time 5 "$BASE/metrics" | grep '^tessera_datagrams_dropped_total')
+    expired=$(metric tessera_joins_expired_total)
     stop_host
     missing=
     for reason in unroutable unknown_kind stun_rejected srtp_rejected dtls_rejected; do
@@ -52,16 +57,18 @@ if start_host attack 50310 '[]' ', "video": {"width": 640, "height": 360, "bitra
         fail "attack: tessera load exited $RC"; grep -E '^(check|load):' "$WORK/attack.out" | cut -c1-400
     elif [ -n "$missing" ]; then
         fail "attack: /metrics counted no drops for:$missing"; echo "$drops"
+    elif [ "${expired:-0}" -eq 0 ]; then
+        fail "attack: no join that never connected was dropped (tessera_joins_expired_total ${expired:-?})"
     elif [ -z "$peak" ] || [ "$peak" -gt "$MEMORY_BOUND_KIB" ]; then
         fail "attack: the host's peak resident memory ${peak:-?} KiB is over $MEMORY_BOUND_KIB KiB"
     else
-        pass "attack: every guest's check held; the host peaked at $((peak / 1024)) MiB; dropped: $(echo "$drops" | sed 's/.*reason="\([a-z_]*\)"} \([0-9]*\)/\1 \2/' | paste -sd, -)"
+        pass "attack: every guest's check held; the host peaked at $((peak / 1024)) MiB; $expired joins that never connected expired; dropped: $(echo "$drops" | sed 's/.*reason="\([a-z_]*\)"} \([0-9]*\)/\1 \2/' | paste -sd, -)"
         grep -m1 '^check: the host refused' "$WORK/attack.out" | grep -o 'sent .*' | cut -c1-600 | sed 's/^/  /'
     fi
 fi
 
 # 2. A guest whose process is killed.
-if start_host vanish 50320 '[]'; then
+if want vanish && start_host vanish 50320 '[]'; then
     watch_events vanish "$WORK/vanish.events"
     # Not under timeout: the kill must reach the guest itself (its --duration bounds it).
     "$TESSERA" load --url "$BASE" --room vanish --participants 1 --speakers 1 --duration 100s \
@@ -117,7 +124,7 @@ guests() {
 }
 
 # 3. kill -9 while recording: the file plays to within 2 s of the kill.
-if start_host crash 50330 '[]' ', "video": {"width": 640, "height": 360, "bitrate": 800000}'; then
+if want crash && start_host crash 50330 '[]' ', "video": {"width": 640, "height": 360, "bitrate": 800000}'; then
     if guests crash 60 crash-guests && sleep 2 && recording_start crash; then
         sleep 8
         kill -KILL "$HOST_PID"
@@ -165,7 +172,7 @@ expect_stopped() {
 # 4. A full disk: the recordings folder is a 256 KiB tmpfs in the host's own mount namespace.
 mkdir -p "$WORK/small-disk"
 HOST_PREFIX=(unshare -m sh -c 'mount -t tmpfs -o size=256k tessera-full "$0" && exec "$@"' "$WORK/small-disk")
-if RECORDINGS=$WORK/small-disk start_host full-disk 50340 '[]'; then
+if want full-disk && RECORDINGS=$WORK/small-disk start_host full-disk 50340 '[]'; then
     expect_stopped full-disk full-disk 'space' true
     stop_host
 fi
@@ -173,7 +180,7 @@ HOST_PREFIX=()
 
 # 5. The recordings folder removed while recording.
 mkdir -p "$WORK/removed"
-if RECORDINGS=$WORK/removed start_host removed 50350 '[]'; then
+if want removed && RECORDINGS=$WORK/removed start_host removed 50350 '[]'; then
     expect_stopped removed removed 'was removed' rm -rf "$WORK/removed"
     stop_host
 fi

@@ -2,8 +2,8 @@
 # Soak: one room under churn for DURATION, then the host's resources are compared.
 #   scripts/soak.sh [DURATION] [--tessera PATH] [--participants N] [--video WxH@FPS]
 # DURATION: 30m by default (2m in CI). 20 guests (3 speaking, 2 decoding the composite) send audio
-# and video (320x180@15 by default) while one leaves every second and comes back a second later
-# (`tessera load --churn 1`). Every 5 s the host's resident memory, threads and open files are
+# and video (320x180@15 by default) while one leaves every 4 s and comes back a second later
+# (`tessera load --churn 0.25`). Every 5 s the host's resident memory, threads and open files are
 # sampled (WORK/soak.csv). It passes when every check of the load run holds, the host had no late
 # media tick, resident memory after the warm-up (the first quarter, at least 30 s) grew by at most
 # 5 % of what it was then, and once everyone has left the threads and open files are back to
@@ -54,7 +54,7 @@ resources() {  # rss_kib threads fds
     echo "$rss $threads $(ls "/proc/$HOST_PID/fd" | wc -l)"
 }
 read -r _ idle_threads idle_fds < <(resources)
-echo "soak: $DURATION, $PARTICIPANTS guests sending $VIDEO and audio, one leaving every second; host $TESSERA_BIN"
+echo "soak: $DURATION, $PARTICIPANTS guests sending $VIDEO and audio, one leaving every 4 s; host $TESSERA_BIN"
 echo "soak: idle host: $idle_threads threads, $idle_fds open files"
 
 timeout -k 10 $((SECONDS_TOTAL + 60)) "$TESSERA" load --url "$BASE" --room soak --participants "$PARTICIPANTS" --speakers 3 \

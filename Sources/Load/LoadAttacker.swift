@@ -277,9 +277,11 @@ final class LoadAttacker {
         guard httpThread?.isExecuting != true else { return }
         let options = model.options, answers = self.answers
         let room = "\(options.room)-hostile", own = answer?.location ?? "/v1/rooms/\(options.room)/participants/none"
+        let neverConnecting = ClientOffer(ice: .random(), fingerprint: certificate.fingerprint, cname: "hostile",
+                                          sections: [.opus(mid: "0", ssrc: UInt32.random(in: 1...UInt32.max))]).description.serializedBytes()
         let thread = Thread {
             let client = RawHTTPClient(host: options.host, port: UInt16(URLComponents(string: options.url)?.port ?? 80))
-            for (name, request) in Self.hostileRequests(room: room, guestRoom: options.room, own: own, round: round) {
+            for (name, request) in Self.hostileRequests(room: room, guestRoom: options.room, own: own, neverConnecting: neverConnecting, round: round) {
                 answers.add(name, client.exchange(request))
             }
         }
@@ -288,9 +290,10 @@ final class LoadAttacker {
         thread.start()
     }
 
-    /// The hostile HTTP requests of one round, by name: joins go to `room`, bad JSON to the
-    /// guests' room and to the attacker's own session (`own`, its path).
-    static func hostileRequests(room: String, guestRoom: String, own: String, round: Int) -> [(String, [UInt8])] {
+    /// The hostile HTTP requests of one round, by name: joins go to `room` (one of them a valid
+    /// offer, `neverConnecting`, whose peer never checks in), bad JSON to the guests' room and to
+    /// the attacker's own session (`own`, its path).
+    static func hostileRequests(room: String, guestRoom: String, own: String, neverConnecting: [UInt8], round: Int) -> [(String, [UInt8])] {
         func request(_ head: String, body: [UInt8] = []) -> [UInt8] { Array(head.utf8) + body }
         func post(_ path: String, _ type: String, _ body: [UInt8]) -> [UInt8] {
             request("POST \(path) HTTP/1.1\r\nHost: attacker\r\nContent-Type: \(type)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n", body: body)
@@ -308,6 +311,7 @@ final class LoadAttacker {
         let duplicateSSRCs = header + section(0, 42) + section(1, 42).replacingOccurrences(of: "m=audio", with: "m=video")
         let garbage = (0..<4000).map { _ in String(UnicodeScalar(UInt8.random(in: 32...126))) }.joined()
         return [
+            (Self.neverConnectingJoin, post(join, "application/sdp", neverConnecting)),
             ("SDP with 3000 m-lines", post(join, "application/sdp", Array(thousands.utf8))),
             ("SDP with a 60 KB attribute", post(join, "application/sdp", Array(hugeAttribute.utf8))),
             ("SDP with duplicate SSRCs", post(join, "application/sdp", Array(duplicateSSRCs.utf8))),
@@ -322,7 +326,10 @@ final class LoadAttacker {
         ]
     }
 
-    /// Every hostile request refused (4xx, 505, or the connection closed), none taken.
+    static let neverConnectingJoin = "a join that never connects"
+
+    /// Every hostile request refused (4xx, 505, or the connection closed), none taken; joins
+    /// that never connect answered 201 or, their room full, 503.
     func check() -> LoadReport.Check {
         let name = "the host refused every hostile request, and the guests' checks held beside them"
         let answered = answers.snapshot
@@ -331,8 +338,13 @@ final class LoadAttacker {
         let http = answered.sorted { $0.key < $1.key }.map { name, statuses in
             "\(name): " + statuses.sorted { $0.key < $1.key }.map { "\($0.value)× \($0.key == 0 ? "closed" : String($0.key))" }.joined(separator: ", ")
         }.joined(separator: "; ")
-        // 505 is the refusal of an HTTP version that does not exist.
-        let taken = answered.filter { $0.value.keys.contains { $0 != 0 && $0 != 505 && !(400...499).contains($0) } }.map(\.key).sorted()
+        // 505 is the refusal of an HTTP version that does not exist. A join that never connects
+        // is taken (201) until its room is full (503); the host drops it 20 s later.
+        let taken = answered.filter { name, statuses in
+            statuses.keys.contains { status in
+                status != 0 && status != 505 && !(400...499).contains(status) && !(name == Self.neverConnectingJoin && [201, 503].contains(status))
+            }
+        }.map(\.key).sorted()
         var failures = problems
         if !taken.isEmpty { failures.append("not refused: \(taken.joined(separator: ", "))") }
         if sentTotal == 0 { failures.append("nothing was sent (the attacker never connected)") }

@@ -57,6 +57,22 @@ import WireTesting
         #expect(credentials("GET", "/metrics") == "load|tessera-load|true")
     }
 
+    /// `--attack`; its hostile SDP of thousands of m-lines stays under the host's 64 KiB body
+    /// limit, so the SDP reader meets it (not the body limit), and every request names its room.
+    @Test func anAttackIsAskedForAndItsSDPReachesTheReader() throws {
+        #expect(try LoadOptions(arguments: ["--attack"]).attack)
+        #expect(try !LoadOptions(arguments: []).attack)
+        let requests = LoadAttacker.hostileRequests(room: "load-hostile", guestRoom: "load", own: "/v1/rooms/load/participants/p1",
+                                                    neverConnecting: Array("v=0\r\n".utf8), round: 1)
+        let thousands = try #require(requests.first { $0.0.contains("3000 m-lines") }?.1)
+        let text = String(decoding: thousands, as: UTF8.self)
+        let body = try #require(text.range(of: "\r\n\r\n")).upperBound
+        #expect(text[body...].utf8.count < 64 * 1024)
+        #expect(text.components(separatedBy: "m=audio").count - 1 == 3000)
+        #expect(requests.filter { String(decoding: $0.1.prefix(200), as: UTF8.self).contains("/participants?identity=") }
+            .allSatisfy { String(decoding: $0.1.prefix(200), as: UTF8.self).contains("/v1/rooms/load-hostile/") })
+    }
+
     @Test func speakersAndDecodersNeverOutnumberTheParticipants() throws {
         let options = try LoadOptions(arguments: ["--participants", "2", "--speakers", "3", "--decoders", "5"])
         #expect(options.speakers == 2 && options.decoders == 2)

@@ -16,6 +16,17 @@ private final class RemovingSink: PeerEventSink {
 }
 
 @Suite struct MediaPortTests {
+    /// A lite peer added to `port` (its sink keeps nothing); the ICE credentials its checks use.
+    private func addPeer(to port: MediaPort, now: Instant) throws -> (host: ICECredentials, client: ICECredentials) {
+        let hostICE = ICECredentials.random(), clientICE = ICECredentials.random()
+        let certificate = try DTLSCertificate()
+        let dtls = try DTLSTransport(context: DTLSContext(certificate: certificate), role: .server,
+                                     remoteFingerprints: [certificate.fingerprint], now: now)
+        let transport = PeerTransport(ice: .lite(ICELiteAgent(local: hostICE, remote: clientICE)), dtls: dtls, now: now)
+        _ = port.add(transport, localUfrag: hostICE.ufrag, sink: RemovingSink())
+        return (hostICE, clientICE)
+    }
+
     private func makeTransport(now: Instant) throws -> PeerTransport {
         let certificate = try DTLSCertificate()
         let dtls = try DTLSTransport(context: DTLSContext(certificate: certificate), role: .server,
@@ -75,13 +86,7 @@ private final class RemovingSink: PeerEventSink {
         let any = TransportAddress(ipv4: 127, 0, 0, 1, port: 0)
         let port = try MediaPort(loop: loop, bind: any, tcpBind: any)
         let tcpAddress = try #require(port.tcpListener?.localAddress)
-        let hostICE = ICECredentials.random(), clientICE = ICECredentials.random()
-        let certificate = try DTLSCertificate()
-        let dtls = try DTLSTransport(context: DTLSContext(certificate: certificate), role: .server,
-                                     remoteFingerprints: [certificate.fingerprint], now: loop.clock.now())
-        let transport = PeerTransport(ice: .lite(ICELiteAgent(local: hostICE, remote: clientICE)), dtls: dtls, now: loop.clock.now())
-        let sink = RemovingSink()
-        _ = port.add(transport, localUfrag: hostICE.ufrag, sink: sink)
+        let (hostICE, clientICE) = try addPeer(to: port, now: loop.clock.now())
         let confined = LoopConfined(port, on: loop)
         let thread = EventLoopThread(loop)
         defer { withExtendedLifetime(port) { thread.stop() } }  // the loop ends before the port goes: its handlers run there
@@ -114,13 +119,7 @@ private final class RemovingSink: PeerEventSink {
     @Test func aPeerCheckingFromManyAddressesKeepsItsLastEight() throws {
         let loop = try EventLoop()
         let port = try MediaPort(loop: loop, bind: TransportAddress(ipv4: 127, 0, 0, 1, port: 0))
-        let hostICE = ICECredentials.random(), clientICE = ICECredentials.random()
-        let certificate = try DTLSCertificate()
-        let dtls = try DTLSTransport(context: DTLSContext(certificate: certificate), role: .server,
-                                     remoteFingerprints: [certificate.fingerprint], now: loop.clock.now())
-        let transport = PeerTransport(ice: .lite(ICELiteAgent(local: hostICE, remote: clientICE)), dtls: dtls, now: loop.clock.now())
-        let sink = RemovingSink()
-        _ = port.add(transport, localUfrag: hostICE.ufrag, sink: sink)
+        let (hostICE, clientICE) = try addPeer(to: port, now: loop.clock.now())
         let confined = LoopConfined(port, on: loop)
         let thread = EventLoopThread(loop)
         defer { withExtendedLifetime(port) { thread.stop() } }  // the loop ends before the port goes: its handlers run there
