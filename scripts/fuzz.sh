@@ -56,6 +56,17 @@ flags_for() {
         STUN*) echo -I Sources/COpenSSL -I Sources/CZlib -lssl -lcrypto -lz ;;
     esac
 }
+# The longest input tried: a datagram's worth for the packet parsers (what arrives at the media
+# port fits the path's MTU), 16 KiB for SDP (a browser's offer with a screen share is 10 KB) and
+# the JSON documents. Longer inputs are the robustness tests' and the live attack's (3000
+# m-lines, 60 KB attributes); here they would only slow each execution.
+max_len_for() {
+    case "$1" in
+        STUN*|RTPHeader*|RTCP*|VP8*|Opus*) echo 1500 ;;
+        *) echo 16384 ;;
+    esac
+}
+
 # The upper layers' targets are one product (TESSERA_FUZZ=1 adds it to Package.swift), built once.
 host_binary=.build/fuzz-pm/release/TesseraFuzz
 build_host() {
@@ -90,7 +101,7 @@ for target in "${targets[@]}"; do
     [ -x "$binary" ] || { echo "$target: build failed"; status=1; continue; }
     mkdir -p "$corpus" "$seeds" "$artifacts"
     echo "== $target: run ${limit[*]}"
-    if ! "${run[@]}" "$binary" "${limit[@]}" -max_len=65536 -rss_limit_mb=2048 -print_final_stats=1 \
+    if ! "${run[@]}" "$binary" "${limit[@]}" -max_len="$(max_len_for "$target")" -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$artifacts/" "$corpus" "$seeds" 2>"$log"; then
         tail -30 "$log"
         echo "$target: FAILED (inputs in $artifacts/)"
@@ -99,7 +110,7 @@ for target in "${targets[@]}"; do
         grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb" "$log" | sed "s/^/$target: /"
         if [ $merge = 1 ]; then
             rm -rf "$seeds.merged" && mkdir -p "$seeds.merged"
-            "${run[@]}" "$binary" -merge=1 -max_len=65536 "$seeds.merged" "$seeds" "$corpus" 2>>"$log"
+            "${run[@]}" "$binary" -merge=1 -max_len="$(max_len_for "$target")" "$seeds.merged" "$seeds" "$corpus" 2>>"$log"
             rm -rf "$seeds" && mv "$seeds.merged" "$seeds"
             echo "$target: $(find "$seeds" -type f | wc -l) seeds kept in $seeds"
         fi

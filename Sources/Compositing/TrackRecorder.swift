@@ -74,6 +74,8 @@ public final class TrackRecorder {
 
     private weak var videoTrack: VideoTrack?
     private var audioReader: AudioTrackReader?
+    /// What it was given: a track of these that is gone has ended.
+    private let recordsVideo: Bool, recordsAudio: Bool
     private let writer: WebMWriter
     private let videoEncoder: VP8Encoder?
     private let audioEncoder: OpusEncoder?
@@ -97,6 +99,8 @@ public final class TrackRecorder {
         self.configuration = configuration
         self.videoTrack = videoTrack
         audioReader = audioTrack?.makeReader()
+        recordsVideo = videoTrack != nil
+        recordsAudio = audioTrack != nil
         start = now
         if videoTrack != nil {
             do {
@@ -129,8 +133,10 @@ public final class TrackRecorder {
     /// Encodes and writes what the tracks have produced since the last tick.
     public func tick(now: Instant) {
         guard isRecording else { return }
-        if let videoTrack, videoTrack.readyState == .ended { return finishQuietly() }
-        if let track = audioReader?.track, track.readyState == .ended { return finishQuietly() }
+        // A track ended, or freed by its owner (as a compositor's old output is when it starts
+        // again), ends the recording: nothing more can come of it.
+        if recordsVideo, (videoTrack?.readyState ?? .ended) == .ended { return finishQuietly() }
+        if recordsAudio, (audioReader?.track?.readyState ?? .ended) == .ended { return finishQuietly() }
         checkFileIsThere(now: now)
         recordVideo(now: now)
         recordAudio(now: now)

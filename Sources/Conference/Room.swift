@@ -129,7 +129,12 @@ public final class Room {
         for (component, error) in participant.inbound.startFailures { startFailures.append((component, error)) }
         mixer.add(id, receiver: participant.inbound.audioReceiver, listens: participant.outbound.receivesAudio)
         refreshHearing()
-        if case .preset = layout { applyLayout(publish: true) }
+        switch layout {
+        case .preset: applyLayout(publish: true)
+        case .custom(let description) where !isViewer && description.positions.contains(where: { $0.participant == identity }):
+            applyLayout(publish: false)  // one who left and joins again takes its positions back
+        case .custom: break
+        }
         if !isViewer { emit(.event(RoomEvent(.joined, room: self.name, participant: id, identity: identity))) }
         audioTicks.start(now: now, interval: Self.audioInterval)
         videoTicks.start(now: now, interval: compositor.tickInterval)

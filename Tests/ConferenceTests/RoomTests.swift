@@ -95,6 +95,12 @@ import WireTesting
         try harness.leave(c)
         try harness.run(for: .seconds(1))
         for peer in [a, b] { expectSees(peer, Self.grid3(Self.green, Self.red, Room.placeholderColor)) }
+        // c joins again (a new session, the same identity): the template's position is its again.
+        let rejoined = try harness.join("c", tone: 880, colour: Self.blue)
+        try harness.run(for: .seconds(1))
+        for peer in [a, b, rejoined] { expectSees(peer, Self.grid3(Self.green, Self.red, Self.blue)) }
+        try harness.leave(rejoined)
+        try harness.run(for: .milliseconds(200))
         // Back to the grid preset: the two who are left, side by side.
         try harness.room.setLayout(.preset(.grid))
         try harness.run(for: .seconds(1))
