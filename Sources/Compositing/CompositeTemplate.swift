@@ -58,8 +58,10 @@ public struct VideoTrackPositionInfo {
     public var normalizedRect: NormalizedRect
     /// `.fill` (cover and crop) or `.fit` (letterbox).
     public var contentMode: ContentMode
-    /// Flips the picture left to right (a self-view).
+    /// Flips the picture left to right (a self-view), after turning it.
     public var mirror: Bool
+    /// Turns the picture this much instead of the track's own `rotation`; nil: the track's.
+    public var rotation: VideoRotation?
     /// Shown while the track has no picture; nil shows the canvas background.
     public var placeholder: TilePlaceholder?
     /// The participant's name, drawn by the compositor's `TileLabelRenderer` if it has one.
@@ -67,11 +69,12 @@ public struct VideoTrackPositionInfo {
 
     /// A position showing `track` in `normalizedRect`.
     public init(track: VideoTrack, normalizedRect: NormalizedRect, contentMode: ContentMode = .fill,
-                mirror: Bool = false, placeholder: TilePlaceholder? = nil, label: String? = nil) {
+                mirror: Bool = false, rotation: VideoRotation? = nil, placeholder: TilePlaceholder? = nil, label: String? = nil) {
         self.track = track
         self.normalizedRect = normalizedRect
         self.contentMode = contentMode
         self.mirror = mirror
+        self.rotation = rotation
         self.placeholder = placeholder
         self.label = label
     }

@@ -16,7 +16,7 @@ public enum LayoutRequest: Sendable, Hashable {
         otherwise: .object([
             "canvas": .object(["width": .integer, "height": .integer, "fps": .integer, "background": .string]),
             "positions": .array(.object([
-                "participant": .string, "source": .string, "contentMode": .string,
+                "participant": .string, "source": .string, "contentMode": .string, "rotation": .integer, "mirror": .boolean,
                 "rect": .object(["x": .number, "y": .number, "width": .number, "height": .number]),
             ])),
         ]))

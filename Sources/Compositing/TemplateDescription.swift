@@ -68,14 +68,25 @@ public struct TemplateDescription: Sendable, Hashable, Codable {
         public var rect: NormalizedRect
         /// "fill" or "fit"; "fill" when absent.
         public var contentMode: ContentMode
+        /// Degrees clockwise (0, 90, 180, 270) to turn the picture, in place of the turn its
+        /// sender asks for (the CVO header extension); absent: the sender's.
+        public var rotation: Int?
+        /// Flip the picture left to right (after turning it); absent: false.
+        public var mirror: Bool?
 
         /// A position showing `participant`'s `source` in `rect`.
-        public init(participant: String, source: Source = .camera, rect: NormalizedRect, contentMode: ContentMode = .fill) {
+        public init(participant: String, source: Source = .camera, rect: NormalizedRect, contentMode: ContentMode = .fill,
+                    rotation: Int? = nil, mirror: Bool? = nil) {
             self.participant = participant
             self.source = source
             self.rect = rect
             self.contentMode = contentMode
+            self.rotation = rotation
+            self.mirror = mirror
         }
+
+        /// `rotation` as the compositor takes it; nil: the track's own.
+        public var videoRotation: VideoRotation? { rotation.flatMap(VideoRotation.init(rawValue:)) }
 
         /// Decodes a position; `source` defaults to camera and `contentMode` to fill.
         public init(from decoder: any Decoder) throws {
@@ -84,6 +95,8 @@ public struct TemplateDescription: Sendable, Hashable, Codable {
             source = try container.decodeIfPresent(Source.self, forKey: .source) ?? .camera
             rect = try container.decode(NormalizedRect.self, forKey: .rect)
             contentMode = try container.decodeIfPresent(ContentMode.self, forKey: .contentMode) ?? .fill
+            rotation = try container.decodeIfPresent(Int.self, forKey: .rotation)
+            mirror = try container.decodeIfPresent(Bool.self, forKey: .mirror)
         }
     }
 
@@ -126,6 +139,9 @@ public struct TemplateDescription: Sendable, Hashable, Codable {
         for (index, position) in positions.enumerated() {
             let field = "positions[\(index)]"
             guard !position.participant.isEmpty else { throw fail("\(field).participant", "must name a participant") }
+            if let rotation = position.rotation, position.videoRotation == nil {
+                throw fail("\(field).rotation", "must be 0, 90, 180 or 270, not \(rotation)")
+            }
             let rect = position.rect
             for (name, value) in [("x", rect.x), ("y", rect.y), ("width", rect.width), ("height", rect.height)] {
                 guard unit.contains(value) else { throw fail("\(field).rect.\(name)", "must be within 0…1, not \(value)") }

@@ -119,7 +119,7 @@ public final class VideoCompositor {
         guard !tile.isEmpty else { return }
         let track = position.track
         if let track, var frame = track.latestFrame(now: now) {
-            frame = frame.rotated(track.rotation)
+            frame = frame.rotated(position.rotation ?? track.rotation)
             if position.mirror { frame = frame.mirrored() }
             place(frame, in: tile, contentMode: position.contentMode, on: &canvas)
             if index < tileStatistics.count { tileStatistics[index].drew(frameNumber: track.framesReceived, now: now) }

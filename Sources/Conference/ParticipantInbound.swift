@@ -144,6 +144,11 @@ public final class ParticipantInbound {
         }
         if section.mid == cameraMid, let videoReceiver {
             cameraSSRC = media.ssrc
+            // The sender says how to turn its pictures (CVO, 3GPP TS 26.114 §7.4.5): a phone held
+            // upright sends landscape frames and 90°; browsers put it on a frame's last packet.
+            if let orientation = (try? media.headerExtension(VideoOrientation.self, in: inbound.extensions)) ?? nil {
+                cameraTrack.rotation = VideoRotation(rawValue: orientation.rotation.degrees) ?? .none
+            }
             let wasWaiting = videoReceiver.isWaitingForKeyFrame
             let began = ContinuousClock.now
             let pictures = videoReceiver.receive(media, now: now)

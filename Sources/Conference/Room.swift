@@ -299,6 +299,7 @@ public final class Room {
             let track = position.source == .camera ? participant?.inbound.cameraTrack : nil
             let shown = track ?? VideoTrack(id: "\(position.participant)/\(position.source.rawValue)")
             return VideoTrackPositionInfo(track: shown, normalizedRect: position.rect, contentMode: position.contentMode,
+                                          mirror: position.mirror ?? false, rotation: position.videoRotation,
                                           placeholder: .color(Self.placeholderColor),
                                           label: participant.map { $0.name ?? $0.identity } ?? position.participant)
         }

@@ -58,6 +58,8 @@ public struct ClientOffer: Sendable {
     public static let midExtensionID: UInt16 = 1
     /// The id the offer gives the audio level extension (RFC 6464), on audio sections.
     public static let audioLevelExtensionID: UInt16 = 2
+    /// The id the offer gives the video orientation extension (CVO), on video sections.
+    public static let videoOrientationExtensionID: UInt16 = 3
 
     public let ice: ICECredentials
     public let fingerprint: CertificateFingerprint
@@ -106,6 +108,7 @@ public struct ClientOffer: Sendable {
             }
             if section.kind == .video {
                 attributes += [
+                    .extmap(ExtensionMap(id: Self.videoOrientationExtensionID, uri: HeaderExtensionURI.videoOrientation.rawValue)),
                     .rtcpFeedback(RTCPFeedback(payloadType: section.payloadType, type: "nack")),
                     .rtcpFeedback(RTCPFeedback(payloadType: section.payloadType, type: "nack", parameter: "pli")),
                     .rtcpFeedback(RTCPFeedback(payloadType: section.payloadType, type: "ccm", parameter: "fir")),

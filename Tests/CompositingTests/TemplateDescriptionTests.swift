@@ -40,6 +40,24 @@ import Testing
         #expect(again == description)
     }
 
+    /// `rotation` (0, 90, 180, 270) and `mirror` per position, through the layout body as the
+    /// API reads it; absent, the sender's own turn and no mirror.
+    @Test func aPositionMayTurnAndMirror() throws {
+        let body = """
+            {"canvas": {"width": 640, "height": 360},
+             "positions": [{"participant": "a", "rect": {"x": 0, "y": 0, "width": 1, "height": 1}, "rotation": 270, "mirror": true}]}
+            """
+        guard case .custom(let description) = try LayoutRequest(json: Array(body.utf8)) else {
+            Issue.record("not a template")
+            return
+        }
+        #expect(description.positions[0].videoRotation == .clockwise270 && description.positions[0].mirror == true)
+        #expect(try decode(apiExample).positions[0].rotation == nil)
+        #expect(try badField { $0.positions[0].rotation = 45 } == "positions[0].rotation")
+        let again = try JSONDecoder().decode(TemplateDescription.self, from: JSONEncoder().encode(description))
+        #expect(again == description)
+    }
+
     @Test func absentBackgroundSourceAndContentModeTakeDefaults() throws {
         let description = try decode("""
             {"canvas": {"width": 640, "height": 360, "fps": 15},

@@ -165,6 +165,10 @@ final class MemoryPeer {
 
     /// Sends no camera while false (its camera m-line is stopped, or its camera just stops).
     var sendsVideo = true
+    /// When set, its camera is a phone's turned on its side: the picture's left half is its
+    /// colour and its right half white, and each frame's last packet carries this CVO rotation
+    /// (as browsers send it), which turns it upright.
+    var orientation: VideoOrientation.Rotation?
 
     /// 20 ms of its tone, as one Opus RTP packet.
     func sendAudio(now: Instant) throws {
@@ -181,9 +185,19 @@ final class MemoryPeer {
     /// One picture of its colour, packetized, each packet remembered for RTX.
     func sendVideo(now: Instant) throws {
         guard sends, sendsVideo else { return }
-        let picture = I420Frame(width: Self.cameraSize.width, height: Self.cameraSize.height, color: colour, timestamp: now)
+        var picture = I420Frame(width: Self.cameraSize.width, height: Self.cameraSize.height, color: colour, timestamp: now)
+        let orientationID = negotiated.media.first { $0.kind == .video }?.headerExtensions
+            .first { $0.uri == HeaderExtensionURI.videoOrientation.rawValue }.map { UInt8($0.id) }
+        if orientation != nil {
+            picture.fill(PixelRect(x: Self.cameraSize.width / 2, y: 0, width: Self.cameraSize.width / 2, height: Self.cameraSize.height),
+                         with: YUVColor(y: 235, u: 128, v: 128))
+        }
         for frame in try camera.encode(picture) {
-            for packet in packetizer.packetize(frame) {
+            var packets = packetizer.packetize(frame)
+            if let orientation, let orientationID, !packets.isEmpty {
+                packets[packets.count - 1].extensions = [RTPHeaderExtension(id: orientationID, data: VideoOrientation(rotation: orientation).extensionData)]
+            }
+            for packet in packets {
                 up.send(.rtp(try videoStream.packetSent(packet, now: now)), now: now)
             }
         }

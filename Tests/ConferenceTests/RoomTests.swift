@@ -79,6 +79,27 @@ import WireTesting
         #expect(Set(harness.events.filter { $0.type == .trackPublished }.compactMap(\.source)) == ["microphone", "camera"])
     }
 
+    /// A phone held upright sends landscape pictures and a 90° CVO: its tile shows it upright
+    /// (left half on top). A template's `rotation` and `mirror` override it: turned first, then
+    /// mirrored, then filled.
+    @Test func aCameraWithANinetyDegreeOrientationIsComposedUpright() throws {
+        let harness = RoomHarness(impairment: .clean(), seed: 1)
+        let phone = try harness.join("phone", tone: 440, colour: Self.red)
+        phone.orientation = .degrees90
+        try harness.run(for: .seconds(2))
+        let white = YUVColor(y: 235, u: 128, v: 128)
+        // Upright: red on top, white below, across the whole width (the tile crops the sides).
+        expectSees(phone, [(x: 0.25, y: 0.25, colour: Self.red), (x: 0.75, y: 0.25, colour: Self.red),
+                           (x: 0.25, y: 0.75, colour: white), (x: 0.75, y: 0.75, colour: white)])
+        let canvas = TemplateDescription.Canvas(width: RoomHarness.canvas.width, height: RoomHarness.canvas.height, fps: 15)
+        try harness.room.setLayout(.custom(TemplateDescription(canvas: canvas, positions: [
+            .init(participant: "phone", rect: NormalizedRect(x: 0, y: 0, width: 1, height: 1), rotation: 0, mirror: true),
+        ])))
+        try harness.run(for: .seconds(1))
+        // Not turned, then mirrored: white on the left, red on the right.
+        expectSees(phone, [(x: 0.2, y: 0.5, colour: white), (x: 0.8, y: 0.5, colour: Self.red)])
+    }
+
     @Test func aTemplateSwapMovesTheColoursAndALeaverShowsItsPlaceholder() throws {
         let (harness, a, b, c) = try threeInARoom()
         try harness.run(for: .seconds(1))
