@@ -110,7 +110,8 @@ public final class OfflineComposer {
             let named = inputs.filter { $0.name == position.participant }
             guard let input = named.first(where: { $0.videoDecoder != nil }) ?? named.first else { return nil }
             return VideoTrackPositionInfo(track: input.videoTrack, normalizedRect: position.rect, contentMode: position.contentMode,
-                                          mirror: position.mirror ?? false, rotation: position.videoRotation, label: input.name)
+                                          mirror: position.mirror ?? false, rotation: position.videoRotation, label: input.name,
+                                          debugOverlay: description.showsDebugOverlay(position))
         }
         video.setTemplate(CompositeTemplate(positions: positions))
         guard let videoOutput = video.outputTrack, let audioOutput = audio.outputTrack else {

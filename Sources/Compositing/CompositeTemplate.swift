@@ -62,6 +62,8 @@ public struct VideoTrackPositionInfo {
     public var mirror: Bool
     /// Turns the picture this much instead of the track's own `rotation`; nil: the track's.
     public var rotation: VideoRotation?
+    /// Draws the debug overlay on this tile (as `VideoCompositor.showsDebugOverlay` does on all).
+    public var debugOverlay: Bool
     /// Shown while the track has no picture; nil shows the canvas background.
     public var placeholder: TilePlaceholder?
     /// The participant's name, drawn by the compositor's `TileLabelRenderer` if it has one.
@@ -69,12 +71,14 @@ public struct VideoTrackPositionInfo {
 
     /// A position showing `track` in `normalizedRect`.
     public init(track: VideoTrack, normalizedRect: NormalizedRect, contentMode: ContentMode = .fill,
-                mirror: Bool = false, rotation: VideoRotation? = nil, placeholder: TilePlaceholder? = nil, label: String? = nil) {
+                mirror: Bool = false, rotation: VideoRotation? = nil, placeholder: TilePlaceholder? = nil, label: String? = nil,
+                debugOverlay: Bool = false) {
         self.track = track
         self.normalizedRect = normalizedRect
         self.contentMode = contentMode
         self.mirror = mirror
         self.rotation = rotation
+        self.debugOverlay = debugOverlay
         self.placeholder = placeholder
         self.label = label
     }

@@ -15,8 +15,10 @@ public enum LayoutRequest: Sendable, Hashable {
         then: .object(["preset": .string]),
         otherwise: .object([
             "canvas": .object(["width": .integer, "height": .integer, "fps": .integer, "background": .string]),
+            "debugOverlay": .boolean,
             "positions": .array(.object([
                 "participant": .string, "source": .string, "contentMode": .string, "rotation": .integer, "mirror": .boolean,
+                "debugOverlay": .boolean,
                 "rect": .object(["x": .number, "y": .number, "width": .number, "height": .number]),
             ])),
         ]))

@@ -73,6 +73,8 @@ public struct TemplateDescription: Sendable, Hashable, Codable {
         public var rotation: Int?
         /// Flip the picture left to right (after turning it); absent: false.
         public var mirror: Bool?
+        /// Draw the debug overlay on this tile; absent: as the template's `debugOverlay`.
+        public var debugOverlay: Bool?
 
         /// A position showing `participant`'s `source` in `rect`.
         public init(participant: String, source: Source = .camera, rect: NormalizedRect, contentMode: ContentMode = .fill,
@@ -97,6 +99,7 @@ public struct TemplateDescription: Sendable, Hashable, Codable {
             contentMode = try container.decodeIfPresent(ContentMode.self, forKey: .contentMode) ?? .fill
             rotation = try container.decodeIfPresent(Int.self, forKey: .rotation)
             mirror = try container.decodeIfPresent(Bool.self, forKey: .mirror)
+            debugOverlay = try container.decodeIfPresent(Bool.self, forKey: .debugOverlay)
         }
     }
 
@@ -104,12 +107,19 @@ public struct TemplateDescription: Sendable, Hashable, Codable {
     public var canvas: Canvas
     /// The tiles in drawing order.
     public var positions: [Position]
+    /// Draw the debug overlay on every tile (what each track is, its size, whether it renders);
+    /// absent: none, unless a position asks.
+    public var debugOverlay: Bool?
 
     /// A description of `positions` (drawing order) on `canvas`.
-    public init(canvas: Canvas, positions: [Position]) {
+    public init(canvas: Canvas, positions: [Position], debugOverlay: Bool? = nil) {
         self.canvas = canvas
         self.positions = positions
+        self.debugOverlay = debugOverlay
     }
+
+    /// Whether the tile of `position` shows the debug overlay.
+    public func showsDebugOverlay(_ position: Position) -> Bool { position.debugOverlay ?? debugOverlay ?? false }
 
     /// The largest canvas accepted (4K UHD).
     public static let maximumCanvas = VideoSize(width: 3840, height: 2160)

@@ -133,11 +133,15 @@ public final class VideoCompositor {
         if let label = position.label, let labelRenderer {
             labelRenderer.drawLabel(label, kind: .participantName, in: tile, on: &canvas)
         }
-        if showsDebugOverlay {
+        if showsDebugOverlay || position.debugOverlay {
             let drawn = index < tileStatistics.count ? tileStatistics[index].framesDrawn(now: now) : 0
-            drawDebugOverlay(track: track, framesDrawn: drawn, in: tile, on: &canvas)
+            drawDebugOverlay(track: track, framesDrawn: drawn, in: tile, on: &canvas, now: now)
         }
     }
+
+    /// The debug overlay's border: green while the tile's track renders, red while it does not.
+    public static let renderingBorder = YUVColor(red: 0, green: 200, blue: 0)
+    public static let notRenderingBorder = YUVColor(red: 220, green: 0, blue: 0)
 
     /// Scales `frame` straight into `tile` (no intermediate picture).
     private func place(_ frame: I420Frame, in tile: PixelRect, contentMode: ContentMode, on canvas: inout I420Frame) {
@@ -152,10 +156,23 @@ public final class VideoCompositor {
         }
     }
 
-    private func drawDebugOverlay(track: VideoTrack?, framesDrawn: Int, in tile: PixelRect, on canvas: inout I420Frame) {
+    /// What the seed's overlay tells of a tile: its track's id (or none), resolution (or -),
+    /// whether a first frame came, whether it renders, how many positions of this template use
+    /// it, and the frames drawn in the last second; framed green while rendering, red when not.
+    private func drawDebugOverlay(track: VideoTrack?, framesDrawn: Int, in tile: PixelRect, on canvas: inout I420Frame, now: Instant) {
+        let rendering = track.map { !$0.isMuted && $0.isRendering(now: now) } ?? false
+        let border = rendering ? Self.renderingBorder : Self.notRenderingBorder
+        let width = max(1, min(2, tile.width / 4, tile.height / 4))
+        for edge in [PixelRect(x: tile.x, y: tile.y, width: tile.width, height: width),
+                     PixelRect(x: tile.x, y: tile.y + tile.height - width, width: tile.width, height: width),
+                     PixelRect(x: tile.x, y: tile.y, width: width, height: tile.height),
+                     PixelRect(x: tile.x + tile.width - width, y: tile.y, width: width, height: tile.height)] {
+            canvas.fill(edge.clipped(to: tile), with: border)
+        }
         if let labelRenderer {
-            let size = track?.frameSize.map { "\($0)" } ?? "no picture"
-            let text = "\(track?.id ?? "freed track") \(size) \(framesDrawn) fps"
+            let outputs = track.map { track in currentTemplate?.positions.filter { $0.track === track }.count ?? 0 } ?? 0
+            let text = "\(track?.id ?? "no track") \(track?.frameSize.map { "\($0)" } ?? "-") first frame \(track.map { $0.framesReceived > 0 } == true ? "yes" : "no") "
+                + "rendering \(rendering ? "yes" : "no") outputs \(outputs) \(framesDrawn) fps"
             labelRenderer.drawLabel(text, kind: .debugInfo, in: tile, on: &canvas)
             return
         }

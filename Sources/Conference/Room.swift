@@ -301,7 +301,8 @@ public final class Room {
             return VideoTrackPositionInfo(track: shown, normalizedRect: position.rect, contentMode: position.contentMode,
                                           mirror: position.mirror ?? false, rotation: position.videoRotation,
                                           placeholder: .color(Self.placeholderColor),
-                                          label: participant.map { $0.name ?? $0.identity } ?? position.participant)
+                                          label: participant.map { $0.name ?? $0.identity } ?? position.participant,
+                                          debugOverlay: description.showsDebugOverlay(position))
         }
         compositor.setTemplate(CompositeTemplate(positions: positions))
         if publish { emit(.event(RoomEvent(.layoutChanged, room: name))) }

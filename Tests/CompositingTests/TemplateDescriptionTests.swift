@@ -58,6 +58,21 @@ import Testing
         #expect(again == description)
     }
 
+    /// `debugOverlay` for the whole template, and per position (which wins).
+    @Test func theDebugOverlayIsAskedForTheTemplateOrOnePosition() throws {
+        let body = """
+            {"canvas": {"width": 640, "height": 360}, "debugOverlay": true,
+             "positions": [{"participant": "a", "rect": {"x": 0, "y": 0, "width": 0.5, "height": 1}},
+                           {"participant": "b", "rect": {"x": 0.5, "y": 0, "width": 0.5, "height": 1}, "debugOverlay": false}]}
+            """
+        guard case .custom(let description) = try LayoutRequest(json: Array(body.utf8)) else {
+            Issue.record("not a template")
+            return
+        }
+        #expect(description.positions.map(description.showsDebugOverlay) == [true, false])
+        #expect(try decode(apiExample).positions.map { try decode(apiExample).showsDebugOverlay($0) } == [false, false])
+    }
+
     @Test func absentBackgroundSourceAndContentModeTakeDefaults() throws {
         let description = try decode("""
             {"canvas": {"width": 640, "height": 360, "fps": 15},

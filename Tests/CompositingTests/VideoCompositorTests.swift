@@ -287,7 +287,7 @@ import Wire
         #expect(names.count == 5 && names.allSatisfy { $0.text == "Alice" && $0.tile == PixelRect(x: 0, y: 0, width: 320, height: 360) })
         let debug = try #require(renderer.labels.last { $0.kind == .debugInfo })
         // Six distinct frames drawn in the last second: the first one and the five new ones.
-        #expect(debug.text == "alice/camera 320x240 6 fps")
+        #expect(debug.text == "alice/camera 320x240 first frame yes rendering yes outputs 1 6 fps")
     }
 
     @Test func theDebugOverlayWithoutARendererDrawsAMarker() throws {
@@ -298,6 +298,24 @@ import Wire
         let canvas = try picture(compositor)
         #expect(canvas.pixel(x: 8, y: 8) == YUVColor(y: 235, u: 128, v: 128))
         #expect(canvas.pixel(x: 320, y: 180).isClose(to: Palette.red, tolerance: 2))
+    }
+
+    /// One position's overlay (a template's `debugOverlay`): its tile framed green while its
+    /// track renders, red once it is muted; the other tile untouched.
+    @Test func aPositionsDebugOverlayFramesItsTileByRendering() throws {
+        let alice = track("alice", Palette.red), bob = track("bob", Palette.blue)
+        let compositor = runningCompositor()
+        compositor.setTemplate(CompositeTemplate(positions: [
+            VideoTrackPositionInfo(track: alice, normalizedRect: NormalizedRect(x: 0, y: 0, width: 0.5, height: 1), debugOverlay: true),
+            VideoTrackPositionInfo(track: bob, normalizedRect: NormalizedRect(x: 0.5, y: 0, width: 0.5, height: 1)),
+        ]))
+        var canvas = try picture(compositor)
+        #expect(canvas.pixel(x: 0, y: 180).isClose(to: VideoCompositor.renderingBorder, tolerance: 3))
+        #expect(canvas.pixel(x: 100, y: 180).isClose(to: Palette.red, tolerance: 2))
+        #expect(canvas.pixel(x: 639, y: 180).isClose(to: Palette.blue, tolerance: 2), "no overlay on bob's tile")
+        alice.isMuted = true
+        canvas = try picture(compositor)
+        #expect(canvas.pixel(x: 0, y: 180).isClose(to: VideoCompositor.notRenderingBorder, tolerance: 3))
     }
 
     @Test func aTrackReportsSizeFrameRateAndRendering() {
