@@ -143,6 +143,17 @@ public final class VideoCompositor {
     public static let renderingBorder = YUVColor(red: 0, green: 200, blue: 0)
     public static let notRenderingBorder = YUVColor(red: 220, green: 0, blue: 0)
 
+    /// The overlay's 2-pixel frame just inside `tile`.
+    public static func drawDebugBorder(rendering: Bool, around tile: PixelRect, on canvas: inout I420Frame) {
+        let width = max(1, min(2, tile.width / 4, tile.height / 4))
+        for edge in [PixelRect(x: tile.x, y: tile.y, width: tile.width, height: width),
+                     PixelRect(x: tile.x, y: tile.y + tile.height - width, width: tile.width, height: width),
+                     PixelRect(x: tile.x, y: tile.y, width: width, height: tile.height),
+                     PixelRect(x: tile.x + tile.width - width, y: tile.y, width: width, height: tile.height)] {
+            canvas.fill(edge.clipped(to: tile), with: rendering ? renderingBorder : notRenderingBorder)
+        }
+    }
+
     /// Scales `frame` straight into `tile` (no intermediate picture).
     private func place(_ frame: I420Frame, in tile: PixelRect, contentMode: ContentMode, on canvas: inout I420Frame) {
         let source = VideoSize(width: frame.width, height: frame.height)
@@ -161,14 +172,7 @@ public final class VideoCompositor {
     /// it, and the frames drawn in the last second; framed green while rendering, red when not.
     private func drawDebugOverlay(track: VideoTrack?, framesDrawn: Int, in tile: PixelRect, on canvas: inout I420Frame, now: Instant) {
         let rendering = track.map { !$0.isMuted && $0.isRendering(now: now) } ?? false
-        let border = rendering ? Self.renderingBorder : Self.notRenderingBorder
-        let width = max(1, min(2, tile.width / 4, tile.height / 4))
-        for edge in [PixelRect(x: tile.x, y: tile.y, width: tile.width, height: width),
-                     PixelRect(x: tile.x, y: tile.y + tile.height - width, width: tile.width, height: width),
-                     PixelRect(x: tile.x, y: tile.y, width: width, height: tile.height),
-                     PixelRect(x: tile.x + tile.width - width, y: tile.y, width: width, height: tile.height)] {
-            canvas.fill(edge.clipped(to: tile), with: border)
-        }
+        Self.drawDebugBorder(rendering: rendering, around: tile, on: &canvas)
         if let labelRenderer {
             let outputs = track.map { track in currentTemplate?.positions.filter { $0.track === track }.count ?? 0 } ?? 0
             let text = "\(track?.id ?? "no track") \(track?.frameSize.map { "\($0)" } ?? "-") first frame \(track.map { $0.framesReceived > 0 } == true ? "yes" : "no") "

@@ -31,6 +31,8 @@ public final class Participant {
     var rtcpDue: Instant?
     /// When it must be secure by (`Room.connectTimeout` after joining); nil once it is.
     var connectDeadline: Instant?
+    /// Whether its camera rendered at the last video tick (for `trackRendering`/`trackStalled`).
+    var cameraRendering = false
 
     init(id: String, identity: String, name: String?, isViewer: Bool, negotiated: NegotiatedSession, seed: UInt64,
          wallClock: NTPClockMapping, configuration: RoomConfiguration, now: Instant) {

@@ -418,6 +418,17 @@ public final class Room {
         }
     }
 
+    /// `trackRendering` when a live camera's pictures start or come back, `trackStalled` when
+    /// it has shown none for 2 s (`VideoTrack.isRendering`); an ended camera says `trackEnded`.
+    private func noteRendering(of participant: Participant, now: Instant) {
+        let camera = participant.inbound.cameraTrack
+        let rendering = camera.isRendering(now: now)
+        guard rendering != participant.cameraRendering, camera.readyState == .live else { return }
+        participant.cameraRendering = rendering
+        emit(.event(RoomEvent(rendering ? .trackRendering : .trackStalled, room: name, participant: participant.id,
+                              identity: participant.identity, source: "camera")))
+    }
+
     /// Takes one audio tick's levels: a new active speaker is published and moves into the main
     /// tile of a preset that has one.
     private func followSpeaker(levels: [String: Double], now: Instant) {
@@ -436,6 +447,7 @@ public final class Room {
         for participant in participants {
             participant.inbound.abandonStalledVideo(now: now)
             participant.inbound.releaseCamera(now: deadline, drawInterval: compositor.tickInterval)
+            noteRendering(of: participant, now: deadline)
         }
         let receivers = participants.filter(\.receivesVideoNow)
         if !receivers.isEmpty || mixTrack != nil {

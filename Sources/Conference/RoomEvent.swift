@@ -4,6 +4,9 @@
 public struct RoomEvent: Sendable, Equatable {
     public enum Kind: String, Sendable, Equatable {
         case joined, left, trackPublished, trackMuted, trackUnmuted, trackEnded
+        /// A live camera shows moving pictures again (its first frame, or after a stall), and
+        /// has sent none for 2 s (the seed's rule: its tile shows the placeholder meanwhile).
+        case trackRendering, trackStalled
         case activeSpeakerChanged, layoutChanged, recordingStarted, recordingStopped
     }
     public let type: Kind

@@ -83,14 +83,16 @@ import Wire
         let ink = brightPixels(overlaid)
         #expect(ink.count > 40)
         #expect(ink.allSatisfy { contains(tile, $0) && $0.y < tile.y + tile.height / 2 })  // at the top
-        // The overlay is exactly the text "cam 320x240 1 fps" (one frame drawn in the last
-        // second) drawn on the plain picture; the same text with another resolution differs.
+        // The overlay is exactly the green frame of a rendering track and the seed's fields
+        // (one frame drawn in the last second) drawn on the plain picture; the same text with
+        // another resolution differs.
         func drawn(_ text: String) -> I420Frame {
             var canvas = plain
+            VideoCompositor.drawDebugBorder(rendering: true, around: tile, on: &canvas)
             renderer.drawLabel(text, kind: .debugInfo, in: tile, on: &canvas)
             return canvas
         }
-        #expect(overlaid.data == drawn("cam 320x240 1 fps").data)
-        #expect(overlaid.data != drawn("cam 640x480 1 fps").data)
+        #expect(overlaid.data == drawn("cam 320x240 first frame yes rendering yes outputs 1 1 fps").data)
+        #expect(overlaid.data != drawn("cam 640x480 first frame yes rendering yes outputs 1 1 fps").data)
     }
 }

@@ -203,6 +203,13 @@ import WireTesting
         expectSees(a, [(x: 0.25, y: 0.25, colour: Self.red), (x: 0.5, y: 0.75, colour: Self.blue)])
         #expect(harness.room.participant(id: b.id) != nil)
         #expect(!harness.events.contains { $0.identity == "b" && ($0.type == .left || ($0.type == .trackEnded && $0.source == "microphone")) })
+        // Its camera rendered, stalled 2 s after its last picture, and renders again when it
+        // comes back; the others' cameras never stalled.
+        b.sendsVideo = true
+        try harness.run(for: .seconds(1))
+        let cameraEvents = harness.events.filter { $0.source == "camera" && [.trackRendering, .trackStalled].contains($0.type) }
+        #expect(cameraEvents.filter { $0.identity == "b" }.map(\.type) == [.trackRendering, .trackStalled, .trackRendering])
+        #expect(cameraEvents.filter { $0.identity != "b" }.allSatisfy { $0.type == .trackRendering })
     }
 
     /// A join whose transport never comes up is dropped `connectTimeout` after it joined

@@ -52,7 +52,7 @@ function followEvents(room) {
   const token = $("token").value.trim();
   const url = `/v1/rooms/${room}/events` + (token ? `?token=${encodeURIComponent(token)}` : "");
   state.events = new EventSource(url);
-  for (const type of ["joined", "left", "trackPublished", "trackEnded", "trackMuted", "trackUnmuted",
+  for (const type of ["joined", "left", "trackPublished", "trackEnded", "trackMuted", "trackUnmuted", "trackRendering", "trackStalled",
                       "activeSpeakerChanged", "layoutChanged", "recordingStarted", "recordingStopped"]) {
     state.events.addEventListener(type, (message) => {
       const event = JSON.parse(message.data);
