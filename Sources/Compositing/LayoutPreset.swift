@@ -24,8 +24,10 @@ public enum LayoutPreset: String, Sendable, Hashable, Codable, CaseIterable {
             ?? activeSpeaker.flatMap { participants.contains($0) ? $0 : nil } ?? participants[0]
         let mainSource: TemplateDescription.Source = main == screenSharer ? .screen : .camera
         let mainMode: ContentMode = mainSource == .screen ? .fit : .fill
-        let others = participants.filter { $0 != main }
-        switch self {
+        // A shared screen takes the main tile of the grid too; the strip then shows every camera,
+        // the sharer's among them.
+        let others = mainSource == .screen ? participants : participants.filter { $0 != main }
+        switch mainSource == .screen && self == .grid ? .speaker : self {
         case .grid:
             return Self.grid(count: participants.count).enumerated().map { index, rect in
                 TemplateDescription.Position(participant: participants[index], rect: rect, contentMode: .fill)

@@ -15,6 +15,8 @@ public struct InboundSections {
         public let nack: Bool
         /// What the host sends on this section, if anything.
         public let hostSender: HostSender?
+        /// Whether the peer sends on it (its direction `sendrecv` or `sendonly`).
+        public let peerSends: Bool
         public var mediaSSRC: SSRC?
         public var rtxSSRC: SSRC?
     }
@@ -39,6 +41,7 @@ public struct InboundSections {
                            rtxPayloadType: media.codec.rtxPayloadType.map { PayloadType(rawValue: $0) },
                            nack: media.codec.feedback.contains { $0.type == "nack" && $0.parameter == nil },
                            hostSender: media.hostSender,
+                           peerSends: media.peerDirection == .sendrecv || media.peerDirection == .sendonly,
                            mediaSSRC: mediaSSRC.map { SSRC(rawValue: $0) },
                            rtxSSRC: mediaSSRC.flatMap { media.peerRTXSSRCs[$0] }.map { SSRC(rawValue: $0) })
         }

@@ -31,8 +31,9 @@ public final class Participant {
     var rtcpDue: Instant?
     /// When it must be secure by (`Room.connectTimeout` after joining); nil once it is.
     var connectDeadline: Instant?
-    /// Whether its camera rendered at the last video tick (for `trackRendering`/`trackStalled`).
-    var cameraRendering = false
+    /// Its video sources that rendered at the last video tick (for `trackRendering` and
+    /// `trackStalled`).
+    var rendering: Set<String> = []
 
     init(id: String, identity: String, name: String?, isViewer: Bool, negotiated: NegotiatedSession, seed: UInt64,
          wallClock: NTPClockMapping, configuration: RoomConfiguration, now: Instant) {

@@ -19,9 +19,14 @@ public final class ParticipantInbound {
     /// The microphone, played out one 20 ms frame per room tick; nil when the offer has no audio
     /// section, the decoder could not start (`startFailures` says why), or its section stopped.
     public private(set) var audioReceiver: AudioReceiver?
-    /// The camera ("identity/camera"): pictures of the first video section. Ends with `end()`,
-    /// or when renegotiation stops its section (a camera section added later is a new track).
+    /// The camera ("identity/camera"): pictures of the first video section the participant
+    /// sends on. Ends with `end()`, or when renegotiation stops its section (a camera section
+    /// added later is a new track).
     public private(set) var cameraTrack: VideoTrack
+    /// The screen ("identity/screen"): pictures of the second video section it sends on, shown
+    /// as they are decoded (a screen has no voice to wait for). Ends when its section stops or
+    /// stops sending (renegotiation); a share started again is a new track.
+    public private(set) var screenTrack: VideoTrack
     /// New media packets (duplicates and RTX padding not counted) and their payload bytes.
     public private(set) var packetsReceived = 0
     public private(set) var bytesReceived = 0
@@ -38,6 +43,10 @@ public final class ParticipantInbound {
     private var microphoneMid: String?
     private var cameraMid: String?
     private var videoReceiver: VideoReceiver?
+    private var screenMid: String?
+    private var screenReceiver: VideoReceiver?
+    /// Set by the screen decoder's key frame callback; turned into a PLI after the packet.
+    private var screenKeyFrameNeeded = false
     private var inbound: InboundSections
     private var receiver: PeerReceiver
     /// Set by the video receiver's key frame callback; turned into a PLI after the packet.
@@ -55,6 +64,7 @@ public final class ParticipantInbound {
         self.inbound = inbound
         self.identity = identity
         cameraTrack = VideoTrack(id: "\(identity)/camera")
+        screenTrack = VideoTrack(id: "\(identity)/screen")
         let sender = negotiated.media.compactMap(\.hostSender).first
         receiver = PeerReceiver(localSSRC: SSRC(rawValue: sender?.ssrc ?? UInt32(truncatingIfNeeded: seed | 1)),
                                 cname: sender?.cname ?? "tessera", reducedSize: negotiated.media.allSatisfy(\.reducedSizeRTCP),
@@ -62,7 +72,7 @@ public final class ParticipantInbound {
         for section in inbound.sections {
             if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc)) }
         }
-        startMicrophoneAndCamera(among: inbound.sections)
+        startDecoders(among: inbound.sections)
     }
 
     /// Takes a renegotiated session (`PATCH` with an SDP offer): sections it added are received,
@@ -72,6 +82,11 @@ public final class ParticipantInbound {
         let previous = inbound
         inbound = InboundSections(negotiated, previous: previous)
         var ended: [String] = []
+        // A screen whose section stays but no longer sends (`inactive`, `recvonly`) has ended.
+        if let screenMid, inbound.section(mid: screenMid)?.peerSends == false {
+            if published.remove(screenMid) != nil { ended.append("screen") }
+            stopScreen()
+        }
         for section in previous.sections where inbound.section(mid: section.mid) == nil {
             if published.remove(section.mid) != nil { ended.append(source(of: section)) }
             if let ssrc = section.mediaSSRC { receiver.remove(mediaSSRC: ssrc) }
@@ -87,27 +102,47 @@ public final class ParticipantInbound {
                 cameraSync = CameraSync()
                 cameraTrack.end()
             }
+            if section.mid == screenMid { stopScreen() }
         }
         for section in inbound.sections {
             if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc)) }
         }
-        startMicrophoneAndCamera(among: inbound.sections.filter { previous.section(mid: $0.mid) == nil })
+        startDecoders(among: inbound.sections.filter { previous.section(mid: $0.mid) == nil || ($0.mid != screenMid && $0.peerSends
+                                                                                               && previous.section(mid: $0.mid)?.peerSends == false) })
         return ended
     }
 
-    /// Starts the microphone's and the camera's decoders on the first audio and video section of
+    private func stopScreen() {
+        screenMid = nil
+        screenReceiver = nil
+        screenTrack.end()
+    }
+
+    /// Starts the microphone's, the camera's and the screen's decoders on the first audio
+    /// section and the first and second video sections the participant sends on among
     /// `sections`, where there is none yet.
-    private func startMicrophoneAndCamera(among sections: [InboundSections.Section]) {
+    private func startDecoders(among sections: [InboundSections.Section]) {
         if microphoneMid == nil, let section = sections.first(where: { !$0.isVideo }) {
             microphoneMid = section.mid
             do { audioReceiver = try AudioReceiver(channels: 1) } catch { startFailures.append(("opus-decoder", error)) }
         }
-        if cameraMid == nil, let section = sections.first(where: \.isVideo) {
+        let video = sections.filter { $0.isVideo && $0.peerSends }
+        if cameraMid == nil, let section = video.first(where: { $0.mid != screenMid }) {
             cameraMid = section.mid
             if cameraTrack.readyState == .ended { cameraTrack = VideoTrack(id: "\(identity)/camera") }
             do {
                 videoReceiver = try VideoReceiver(maximumPixels: 1920 * 1088)
                 videoReceiver?.onKeyFrameNeeded = { [weak self] in self?.videoKeyFrameNeeded = true }
+            } catch {
+                startFailures.append(("vp8-decoder", error))
+            }
+        }
+        if screenMid == nil, let section = video.first(where: { $0.mid != cameraMid }) {
+            screenMid = section.mid
+            if screenTrack.readyState == .ended { screenTrack = VideoTrack(id: "\(identity)/screen") }
+            do {
+                screenReceiver = try VideoReceiver(maximumPixels: 3840 * 2176)
+                screenReceiver?.onKeyFrameNeeded = { [weak self] in self?.screenKeyFrameNeeded = true }
             } catch {
                 startFailures.append(("vp8-decoder", error))
             }
@@ -155,8 +190,21 @@ public final class ParticipantInbound {
             decodeTime += ContinuousClock.now - began
             take(pictures, now: now, wasWaiting: wasWaiting)
         }
+        if section.mid == screenMid, let screenReceiver {
+            let wasWaiting = screenReceiver.isWaitingForKeyFrame
+            let began = ContinuousClock.now
+            for picture in screenReceiver.receive(media, now: now) { screenTrack.push(picture, now: now) }
+            decodeTime += ContinuousClock.now - began
+            if screenKeyFrameNeeded {
+                screenKeyFrameNeeded = false
+                receiver.requestKeyFrame(ssrc: media.ssrc, now: now)
+            } else if wasWaiting && !screenReceiver.isWaitingForKeyFrame {
+                receiver.keyFrameReceived(ssrc: media.ssrc)
+            }
+        }
         guard published.insert(section.mid).inserted else { return nil }
         let undecodable = (section.mid == microphoneMid && audioReceiver == nil) || (section.mid == cameraMid && videoReceiver == nil)
+            || (section.mid == screenMid && screenReceiver == nil)
         return undecodable ? .undecodable(source: source(of: section)) : .published(source: source(of: section))
     }
 
@@ -186,8 +234,11 @@ public final class ParticipantInbound {
     /// The tracks that had media, by source name, in section order.
     public var publishedSources: [String] { inbound.sections.filter { published.contains($0.mid) }.map(source(of:)) }
 
-    /// The participant left: its camera ends.
-    public func end() { cameraTrack.end() }
+    /// The participant left: its camera and screen end.
+    public func end() {
+        cameraTrack.end()
+        screenTrack.end()
+    }
 
     /// Packets the participant sent that never arrived (RFC 3550 A.3, over its sources).
     public var packetsLost: Int64 { receiver.statistics.reduce(0) { $0 + $1.cumulativeLost } }

@@ -281,11 +281,13 @@ public final class Room {
     public var currentDescription: TemplateDescription {
         let canvas = TemplateDescription.Canvas(width: compositor.resolutionSize.width, height: compositor.resolutionSize.height,
                                                 fps: compositor.fps, background: TemplateDescription.Canvas.defaultBackground)
-        return layout.template(participants: identities, activeSpeaker: speakerDetector.current, canvas: canvas)
+        return layout.template(participants: identities, activeSpeaker: speakerDetector.current, screenSharer: screenSharer, canvas: canvas)
     }
 
     /// The active speaker's identity; nil until someone has spoken.
     public var activeSpeaker: String? { speakerDetector.current }
+    /// Whose screen share the presets put in the main tile; nil while nobody shares.
+    public private(set) var screenSharer: String?
 
     /// Resolves the current description to tracks and gives it to the compositor.
     private func applyLayout(publish: Bool) {
@@ -294,9 +296,9 @@ public final class Room {
             let shownParticipant = configuration.camerasInWrongSlots
                 ? description.positions[(index + 1) % description.positions.count].participant : position.participant
             let participant = participants.first { $0.identity == shownParticipant && !$0.isViewer }
-            // A track nobody sends (a screen not shared) is a stand-in freed at once: the
-            // position shows its placeholder.
-            let track = position.source == .camera ? participant?.inbound.cameraTrack : nil
+            // One who is not here is a stand-in track freed at once: the position shows its
+            // placeholder (as it does for a screen not shared: a track with no pictures).
+            let track = position.source == .camera ? participant?.inbound.cameraTrack : participant?.inbound.screenTrack
             let shown = track ?? VideoTrack(id: "\(position.participant)/\(position.source.rawValue)")
             return VideoTrackPositionInfo(track: shown, normalizedRect: position.rect, contentMode: position.contentMode,
                                           mirror: position.mirror ?? false, rotation: position.videoRotation,
@@ -418,15 +420,28 @@ public final class Room {
         }
     }
 
-    /// `trackRendering` when a live camera's pictures start or come back, `trackStalled` when
-    /// it has shown none for 2 s (`VideoTrack.isRendering`); an ended camera says `trackEnded`.
+    /// `trackRendering` when a live camera's or screen's pictures start or come back,
+    /// `trackStalled` when it has shown none for 2 s (`VideoTrack.isRendering`); an ended one
+    /// says `trackEnded`.
     private func noteRendering(of participant: Participant, now: Instant) {
-        let camera = participant.inbound.cameraTrack
-        let rendering = camera.isRendering(now: now)
-        guard rendering != participant.cameraRendering, camera.readyState == .live else { return }
-        participant.cameraRendering = rendering
-        emit(.event(RoomEvent(rendering ? .trackRendering : .trackStalled, room: name, participant: participant.id,
-                              identity: participant.identity, source: "camera")))
+        for (source, track) in [("camera", participant.inbound.cameraTrack), ("screen", participant.inbound.screenTrack)] {
+            let rendering = track.isRendering(now: now)
+            guard rendering != participant.rendering.contains(source) else { continue }
+            if rendering { participant.rendering.insert(source) } else { participant.rendering.remove(source) }
+            guard track.readyState == .live else { continue }
+            emit(.event(RoomEvent(rendering ? .trackRendering : .trackStalled, room: name, participant: participant.id,
+                                  identity: participant.identity, source: source)))
+        }
+    }
+
+    /// The participant whose screen share a preset shows: the first, in joining order, whose
+    /// screen renders. A share that stops (its section stopped or made inactive, or 2 s without
+    /// a picture) gives the main tile back.
+    private func followScreenShare(now: Instant) {
+        let sharer = participants.first { !$0.isViewer && $0.inbound.screenTrack.isRendering(now: now) }?.identity
+        guard sharer != screenSharer else { return }
+        screenSharer = sharer
+        if case .preset = layout { applyLayout(publish: true) }
     }
 
     /// Takes one audio tick's levels: a new active speaker is published and moves into the main
@@ -449,6 +464,7 @@ public final class Room {
             participant.inbound.releaseCamera(now: deadline, drawInterval: compositor.tickInterval)
             noteRendering(of: participant, now: deadline)
         }
+        followScreenShare(now: deadline)
         let receivers = participants.filter(\.receivesVideoNow)
         if !receivers.isEmpty || mixTrack != nil {
             let began = ContinuousClock.now

@@ -39,6 +39,11 @@ import Wire
         #expect(sides.map(\.rect.width) == [0.5, 0.5] && sides.allSatisfy { $0.contentMode == .fit })
         let sharing = LayoutPreset.speaker.positions(participants: ["a", "b"], activeSpeaker: "a", screenSharer: "b")
         #expect(sharing.first?.participant == "b" && sharing.first?.source == .screen && sharing.first?.contentMode == .fit)
+        // The grid gives a share the main tile too; the strip holds every camera, the sharer's too.
+        for preset in [LayoutPreset.grid, .speaker] {
+            let shared = preset.positions(participants: ["a", "b", "c"], activeSpeaker: "a", screenSharer: "b")
+            #expect(shared.map(\.participant) == ["b", "a", "b", "c"] && shared.map(\.source) == [.screen, .camera, .camera, .camera])
+        }
     }
 }
 

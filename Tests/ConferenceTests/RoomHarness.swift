@@ -42,6 +42,12 @@ final class MemoryPeer {
     private let camera: VP8Encoder
     private var packetizer: VideoSender
     private var videoStream: RTPSendStream
+    /// Its screen, once shared (`renegotiate(shareScreen:)`): a white picture on an m-line and
+    /// SSRC of its own, sent while `sharesScreen`.
+    private var screen: (encoder: VP8Encoder, packetizer: VideoSender, stream: RTPSendStream)?
+    var sharesScreen = false
+    static let screenColour = YUVColor(y: 235, u: 128, v: 128)
+    static let screenSize = VideoSize(width: 320, height: 192)
     let hostAudioSSRC: SSRC?
     private var hostVideoSSRC: SSRC?
     private var hostRTX: RTXConfiguration?
@@ -132,10 +138,12 @@ final class MemoryPeer {
     /// group), and/or a camera m-line added with mid `add` (the same camera SSRC). Returns the
     /// session the host agreed, for `Room.renegotiate`; it receives the composite on the first
     /// live video m-line, and sends its camera while it has one.
-    func renegotiate(stop: String? = nil, add: String? = nil) throws -> NegotiatedSession {
+    func renegotiate(stop: String? = nil, add: String? = nil, shareScreen: String? = nil) throws -> NegotiatedSession {
         if let stop { stopped.insert(stop) }
         if let add { offer = ClientOffer(ice: offer.ice, fingerprint: offer.fingerprint, cname: offer.cname,
                                          sections: offer.sections + [.vp8(mid: add, ssrc: videoSSRC, rtxSSRC: audioSSRC + 2)]) }
+        if let shareScreen { offer = ClientOffer(ice: offer.ice, fingerprint: offer.fingerprint, cname: offer.cname,
+                                                 sections: offer.sections + [.vp8(mid: shareScreen, ssrc: audioSSRC + 5)]) }
         var description = offer.description
         for index in description.media.indices where stopped.contains(description.media[index].mid ?? "") {
             description.media[index].port = 0
@@ -159,6 +167,16 @@ final class MemoryPeer {
             let payloadType = PayloadType(rawValue: video.codec.payloadType)
             hostRTX = RTXConfiguration(ssrc: SSRC(rawValue: rtxSSRC), payloadType: PayloadType(rawValue: rtxPayloadType), associatedPayloadType: payloadType)
             feedback.add(PeerReceiver.Source(mediaSSRC: SSRC(rawValue: sender.ssrc), clockRate: 90_000, isVideo: true, rtx: hostRTX, nack: true))
+        }
+        if let shareScreen, let section = negotiated.media.first(where: { $0.mid == shareScreen }) {
+            let payloadType = PayloadType(rawValue: section.codec.payloadType)
+            guard let packetizer = VideoSender(payloadType: payloadType, ssrc: SSRC(rawValue: audioSSRC + 5)) else {
+                throw HarnessError.setup("no VP8 packetizer")
+            }
+            screen = (try VP8Encoder(.init(width: Self.screenSize.width, height: Self.screenSize.height, framesPerSecond: 15, bitrate: 300_000)),
+                      packetizer, RTPSendStream(configuration: .init(ssrc: SSRC(rawValue: audioSSRC + 5), clockRate: 90_000),
+                                                clock: NTPClockMapping(instant: .milliseconds(10_000), ntp: NTPTimestamp(rawValue: 0))))
+            sharesScreen = true
         }
         return negotiated
     }
@@ -200,6 +218,13 @@ final class MemoryPeer {
             for packet in packets {
                 up.send(.rtp(try videoStream.packetSent(packet, now: now)), now: now)
             }
+        }
+        if sharesScreen, var screen {
+            let picture = I420Frame(width: Self.screenSize.width, height: Self.screenSize.height, color: Self.screenColour, timestamp: now)
+            for frame in try screen.encoder.encode(picture) {
+                for packet in screen.packetizer.packetize(frame) { up.send(.rtp(try screen.stream.packetSent(packet, now: now)), now: now) }
+            }
+            self.screen = screen
         }
     }
 

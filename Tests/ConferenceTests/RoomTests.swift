@@ -189,6 +189,36 @@ import WireTesting
         #expect(harness.events.filter { $0.identity == "b" && $0.type == .trackPublished }.map(\.source) == ["microphone", "camera", "camera"])
     }
 
+    /// A participant shares its screen (a second sending video m-line, by renegotiation): the
+    /// grid puts the screen in the main tile and every camera, the sharer's too, in the strip
+    /// below (`trackPublished` and `trackRendering` say `screen`). The share stops sending: 2 s
+    /// later the grid is back. The m-line is stopped: `trackEnded` for the screen.
+    @Test func aSharedScreenTakesTheMainTileAndGivesItBack() throws {
+        let (harness, a, b, c) = try threeInARoom()
+        try harness.run(for: .seconds(1))
+        harness.room.renegotiate(b.id, negotiated: try b.renegotiate(shareScreen: "2"), now: harness.now)
+        try harness.run(for: .seconds(2))
+        #expect(harness.room.screenSharer == "b")
+        let white = MemoryPeer.screenColour
+        // The strip's tiles are a quarter of the height and as wide, centred, in joining order.
+        for peer in [a, b, c] {
+            expectSees(peer, [(x: 0.5, y: 0.35, colour: white), (x: 0.25, y: 0.875, colour: Self.red),
+                              (x: 0.5, y: 0.875, colour: Self.green), (x: 0.75, y: 0.875, colour: Self.blue)])
+        }
+        #expect(harness.events.contains { $0.type == .trackPublished && $0.identity == "b" && $0.source == "screen" })
+        #expect(harness.events.contains { $0.type == .trackRendering && $0.identity == "b" && $0.source == "screen" })
+
+        b.sharesScreen = false
+        try harness.run(for: .seconds(3))
+        #expect(harness.room.screenSharer == nil)
+        for peer in [a, c] { expectSees(peer, Self.grid3(Self.red, Self.green, Self.blue)) }
+        #expect(harness.events.contains { $0.type == .trackStalled && $0.identity == "b" && $0.source == "screen" })
+
+        harness.room.renegotiate(b.id, negotiated: try b.renegotiate(stop: "2"), now: harness.now)
+        try harness.run(for: .milliseconds(100))
+        #expect(harness.events.contains { $0.type == .trackEnded && $0.identity == "b" && $0.source == "screen" })
+    }
+
     /// A guest whose camera stops sending (its process wedged, a camera unplugged) while its
     /// microphone goes on keeps its voice in everyone's mix and stays in the room; the others'
     /// tiles go on.
