@@ -107,8 +107,9 @@ public final class ParticipantInbound {
         for section in inbound.sections {
             if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc)) }
         }
-        startDecoders(among: inbound.sections.filter { previous.section(mid: $0.mid) == nil || ($0.mid != screenMid && $0.peerSends
-                                                                                               && previous.section(mid: $0.mid)?.peerSends == false) })
+        // New sections, and those that began to send again (a screen shared anew on its m-line).
+        let resumed = { (section: InboundSections.Section) in section.peerSends && previous.section(mid: section.mid)?.peerSends == false }
+        startDecoders(among: inbound.sections.filter { previous.section(mid: $0.mid) == nil || resumed($0) })
         return ended
     }
 
@@ -130,22 +131,25 @@ public final class ParticipantInbound {
         if cameraMid == nil, let section = video.first(where: { $0.mid != screenMid }) {
             cameraMid = section.mid
             if cameraTrack.readyState == .ended { cameraTrack = VideoTrack(id: "\(identity)/camera") }
-            do {
-                videoReceiver = try VideoReceiver(maximumPixels: 1920 * 1088)
-                videoReceiver?.onKeyFrameNeeded = { [weak self] in self?.videoKeyFrameNeeded = true }
-            } catch {
-                startFailures.append(("vp8-decoder", error))
-            }
+            videoReceiver = startVideoReceiver(maximumPixels: 1920 * 1088) { [weak self] in self?.videoKeyFrameNeeded = true }
         }
         if screenMid == nil, let section = video.first(where: { $0.mid != cameraMid }) {
             screenMid = section.mid
             if screenTrack.readyState == .ended { screenTrack = VideoTrack(id: "\(identity)/screen") }
-            do {
-                screenReceiver = try VideoReceiver(maximumPixels: 3840 * 2176)
-                screenReceiver?.onKeyFrameNeeded = { [weak self] in self?.screenKeyFrameNeeded = true }
-            } catch {
-                startFailures.append(("vp8-decoder", error))
-            }
+            screenReceiver = startVideoReceiver(maximumPixels: 3840 * 2176) { [weak self] in self?.screenKeyFrameNeeded = true }
+        }
+    }
+
+    /// A VP8 decoder that calls `onKeyFrameNeeded` when it needs a key frame; nil, with the
+    /// failure noted, when it cannot start.
+    private func startVideoReceiver(maximumPixels: Int, onKeyFrameNeeded: @escaping () -> Void) -> VideoReceiver? {
+        do {
+            let receiver = try VideoReceiver(maximumPixels: maximumPixels)
+            receiver.onKeyFrameNeeded = onKeyFrameNeeded
+            return receiver
+        } catch {
+            startFailures.append(("vp8-decoder", error))
+            return nil
         }
     }
 
