@@ -61,14 +61,17 @@ public struct InboundSections {
     public subscript(index: Int) -> Section { sections[index] }
 
     /// The section of `packet` and whether it is a retransmission (RFC 4588), learning its SSRC.
+    /// Only sections the peer sends on take packets: media on a `recvonly` or `inactive` one is
+    /// not its to send (RFC 3264 §5.1) and is dropped.
     public mutating func classify(_ packet: RTPPacket) -> (index: Int, isRTX: Bool)? {
-        if let index = sections.firstIndex(where: { $0.mediaSSRC == packet.ssrc }) { return (index, false) }
-        if let index = sections.firstIndex(where: { $0.rtxSSRC == packet.ssrc }) { return (index, true) }
+        if let index = sections.firstIndex(where: { $0.mediaSSRC == packet.ssrc && $0.peerSends }) { return (index, false) }
+        if let index = sections.firstIndex(where: { $0.rtxSSRC == packet.ssrc && $0.peerSends }) { return (index, true) }
         let byMid = (try? packet.headerExtension(MediaIdentification.self, in: extensions))?.flatMap { mid in
             sections.firstIndex { $0.mid == mid.value }
         }
+        if let byMid, !sections[byMid].peerSends { return nil }
         let byPayloadType = sections.firstIndex {
-            $0.codecPayloadType == packet.payloadType || $0.rtxPayloadType == packet.payloadType
+            $0.peerSends && ($0.codecPayloadType == packet.payloadType || $0.rtxPayloadType == packet.payloadType)
         }
         guard let index = byMid ?? byPayloadType else { return nil }
         let isRTX = sections[index].rtxPayloadType == packet.payloadType

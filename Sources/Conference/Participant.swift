@@ -35,14 +35,15 @@ public final class Participant {
     /// `trackStalled`).
     var rendering: Set<String> = []
 
-    init(id: String, identity: String, name: String?, isViewer: Bool, negotiated: NegotiatedSession, seed: UInt64,
+    init(id: String, identity: String, name: String?, isViewer: Bool, forwardsOnly: Bool, negotiated: NegotiatedSession, seed: UInt64,
          wallClock: NTPClockMapping, configuration: RoomConfiguration, now: Instant) {
         self.id = id
         self.identity = identity
         self.name = name
         self.isViewer = isViewer
         inbound = ParticipantInbound(negotiated: negotiated, identity: identity, seed: seed, now: now)
-        outbound = ParticipantOutbound(negotiated: negotiated, seed: seed &+ 1, wallClock: wallClock, configuration: configuration)
+        outbound = ParticipantOutbound(negotiated: negotiated, seed: seed &+ 1, wallClock: wallClock, configuration: configuration,
+                                       forwardsOnly: forwardsOnly, now: now)
     }
 
     /// Whether it can be sent the composite now (it is secure, and its video is not paused).

@@ -58,6 +58,8 @@ public final class ParticipantInbound {
     private var published: Set<String> = []
     /// Decoded camera pictures waiting for the audio captured with them (lip sync).
     private var cameraSync = CameraSync()
+    /// Tracks a key frame was asked of for their subscribers, not yet begun.
+    private var forwardKeyFramesAsked: Set<VideoSource> = []
 
     public init(negotiated: NegotiatedSession, identity: String, seed: UInt64, now: Instant) {
         let inbound = InboundSections(negotiated)
@@ -161,10 +163,17 @@ public final class ParticipantInbound {
         case undecodable(source: String)
     }
 
+    /// What the room does with an arriving packet beyond decoding it.
+    public struct Reception {
+        public var notice: Notice?
+        /// A camera or screen packet (RTX unwrapped, duplicates gone), for its subscribers.
+        public var video: (source: VideoSource, packet: RTPPacket)?
+    }
+
     /// Takes one decrypted RTP packet: repaired, decoded (audio into the jitter buffer, video
     /// into `cameraTrack`), and a track's first media noticed.
-    public func receiveRTP(_ bytes: [UInt8], now: Instant) -> Notice? {
-        guard let packet = try? RTPPacket.parse(bytes), let (index, _) = inbound.classify(packet) else { return nil }
+    public func receiveRTP(_ bytes: [UInt8], now: Instant) -> Reception {
+        guard let packet = try? RTPPacket.parse(bytes), let (index, _) = inbound.classify(packet) else { return Reception() }
         // Every packet with a transport-wide number counts for the sender's estimator, repairs too.
         if let number = (try? packet.headerExtension(TransportSequenceNumber.self, in: inbound.extensions)) ?? nil {
             receiver.transportPacketArrived(sequenceNumber: number.value, now: now)
@@ -172,7 +181,7 @@ public final class ParticipantInbound {
         // A source learned from this packet (or its RTX stream) joins the receiver.
         let section = inbound[index]
         if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc)) }
-        guard case .media(let media) = receiver.receive(packet, now: now) else { return nil }
+        guard case .media(let media) = receiver.receive(packet, now: now) else { return Reception() }
         packetsReceived += 1
         bytesReceived += media.payload.count
         if section.mid == microphoneMid, let audioReceiver {
@@ -180,6 +189,15 @@ public final class ParticipantInbound {
             let level = (try? media.headerExtension(AudioLevel.self, in: inbound.extensions)) ?? nil
             audioReceiver.receive(payload: Array(media.payload), sequenceNumber: media.sequenceNumber,
                                   timestamp: media.timestamp, arrival: now, level: level)
+        }
+        var reception = Reception()
+        if let source = videoSource(mid: section.mid) {
+            reception.video = (source, media)
+            // A key frame asked for its subscribers has come (the decoder may have asked too).
+            if forwardKeyFramesAsked.contains(source), VP8PayloadDescriptor.beginsKeyFrame(media.payload) {
+                forwardKeyFramesAsked.remove(source)
+                receiver.keyFrameReceived(ssrc: media.ssrc)
+            }
         }
         if section.mid == cameraMid, let videoReceiver {
             cameraSSRC = media.ssrc
@@ -206,10 +224,33 @@ public final class ParticipantInbound {
                 receiver.keyFrameReceived(ssrc: media.ssrc)
             }
         }
-        guard published.insert(section.mid).inserted else { return nil }
+        guard published.insert(section.mid).inserted else { return reception }
         let undecodable = (section.mid == microphoneMid && audioReceiver == nil) || (section.mid == cameraMid && videoReceiver == nil)
             || (section.mid == screenMid && screenReceiver == nil)
-        return undecodable ? .undecodable(source: source(of: section)) : .published(source: source(of: section))
+        reception.notice = undecodable ? .undecodable(source: source(of: section)) : .published(source: source(of: section))
+        return reception
+    }
+
+    /// Which video track the section of `mid` carries, if any.
+    private func videoSource(mid: String) -> VideoSource? {
+        mid == cameraMid ? .camera : mid == screenMid ? .screen : nil
+    }
+
+    /// Whether it has a microphone section (it may not have sent a packet yet).
+    public var sendsMicrophone: Bool { microphoneMid != nil }
+
+    /// Whether it sends that track now: its section is negotiated and sending (it may not have
+    /// sent a packet yet).
+    public func sends(_ source: VideoSource) -> Bool {
+        (source == .camera ? cameraMid : screenMid) != nil
+    }
+
+    /// Asks the sender for a key frame of that track (PLI or FIR, repeated until one begins):
+    /// a subscriber starts, or asked.
+    public func requestKeyFrame(of source: VideoSource, now: Instant) {
+        guard let mid = source == .camera ? cameraMid : screenMid, let ssrc = inbound.section(mid: mid)?.mediaSSRC else { return }
+        forwardKeyFramesAsked.insert(source)
+        receiver.requestKeyFrame(ssrc: ssrc, now: now)
     }
 
     /// Takes the participant's RTCP: sender reports about its streams (for the receiver reports'

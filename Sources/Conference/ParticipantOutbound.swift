@@ -8,8 +8,26 @@ import Wire
 /// and the composite on its first video section's host SSRC, re-headered from the room's
 /// packets (its SSRC, payload type and sequence numbers, continuous across the encodings), each
 /// packet with a transport-wide sequence number when the peer negotiated transport-cc; and
-/// which encoding its feedback calls for. Returns bytes to send; sends nothing.
+/// which encoding its feedback calls for; and on its other video sections the host sends on,
+/// the tracks it subscribed to (`ForwardingSlot`). Returns bytes to send; sends nothing.
 public struct ParticipantOutbound {
+    /// A video section the host sends on besides the composite's: free, or carrying another
+    /// participant's camera or screen as that one sends it (a subscription, seed 003).
+    public struct ForwardingSlot {
+        public let mid: String
+        fileprivate var forwarder: RTPForwarder
+        /// What it sent, for sender reports and NACKs (RFC 4585 §6.2.1).
+        fileprivate var stream: RTPSendStream
+        /// The track it carries and how many subscriptions hold it; nil while free.
+        public internal(set) var subscription: (track: TrackReference, count: Int)?
+        public var ssrc: SSRC { forwarder.ssrc }
+    }
+
+    /// The video sections that carry subscriptions, in m-line order.
+    public internal(set) var forwardingSlots: [ForwardingSlot] = []
+    /// No composite: every video section it receives on is a forwarding slot (a viewer of one
+    /// participant's track).
+    let forwardsOnly: Bool
     /// Where its mix goes; nil when the host sends nothing on its audio section (sendonly peer).
     private var audioSender: AudioRTPSender?
     /// The mix as sent to it, through Streams' send stream (counts for sender reports, and a
@@ -55,24 +73,27 @@ public struct ParticipantOutbound {
 
     /// A participant's outbound streams: the mix and composite on its sections' host SSRCs, RTX
     /// on the composite when negotiated; `wallClock` maps instants to NTP time for the SRs.
-    public init(negotiated: NegotiatedSession, seed: UInt64, wallClock: NTPClockMapping, configuration room: RoomConfiguration) {
+    public init(negotiated: NegotiatedSession, seed: UInt64, wallClock: NTPClockMapping, configuration room: RoomConfiguration,
+                forwardsOnly: Bool = false, now: Instant) {
         generator = SplitMix64(seed: seed)
+        self.forwardsOnly = forwardsOnly
         self.wallClock = wallClock
         self.room = room
-        follow(negotiated, renegotiated: false)
+        follow(negotiated, renegotiated: false, now: now)
     }
 
     /// Follows the session as (re)negotiated: the mix goes on the first audio section the host
     /// sends on, the composite on the first such video section. A stream whose section stays
     /// goes on as it was (sequence numbers, SR counts, history); one whose section stopped ends;
     /// a new one starts, and new video waits for a key frame.
-    public mutating func renegotiate(_ negotiated: NegotiatedSession) { follow(negotiated, renegotiated: true) }
+    public mutating func renegotiate(_ negotiated: NegotiatedSession, now: Instant) { follow(negotiated, renegotiated: true, now: now) }
 
-    private mutating func follow(_ negotiated: NegotiatedSession, renegotiated: Bool) {
+    private mutating func follow(_ negotiated: NegotiatedSession, renegotiated: Bool, now: Instant) {
         let inbound = InboundSections(negotiated)
         let sections = inbound.sections
         let audioSection = sections.first { !$0.isVideo && $0.hostSender != nil }
-        let videoSection = sections.first { $0.isVideo && $0.hostSender != nil }
+        let videoSection = forwardsOnly ? nil : sections.first { $0.isVideo && $0.hostSender != nil }
+        followForwardingSlots(sections.filter { $0.isVideo && $0.hostSender != nil && $0.mid != videoSection?.mid }, now: now)
         if let section = audioSection, let host = section.hostSender, audioSender?.ssrc.rawValue != host.ssrc {
             let sender = AudioRTPSender(ssrc: SSRC(rawValue: host.ssrc), payloadType: section.codecPayloadType,
                                         sequenceNumber: .random(in: 0...UInt16.max, using: &generator),
@@ -115,6 +136,110 @@ public struct ParticipantOutbound {
         transportWide = inbound.extensions.transportSequenceNumberID.map { ($0, transportWide?.next ?? .random(in: 0...UInt16.max, using: &generator)) }
     }
 
+    /// Keeps the slots whose section stays (their numbering, history and subscription go on);
+    /// those whose section stopped are gone with what they carried; new sections are free slots.
+    private mutating func followForwardingSlots(_ sections: [InboundSections.Section], now: Instant) {
+        let before = Dictionary(forwardingSlots.map { ($0.mid, $0) }, uniquingKeysWith: { first, _ in first })
+        forwardingSlots = sections.compactMap { section -> ForwardingSlot? in
+            guard let host = section.hostSender else { return nil }
+            if let kept = before[section.mid], kept.ssrc.rawValue == host.ssrc { return kept }
+            let ssrc = SSRC(rawValue: host.ssrc)
+            var configuration = RTPSendStream.Configuration(ssrc: ssrc, clockRate: 90_000)
+            if let rtxSSRC = host.rtxSSRC, let rtxPayloadType = section.rtxPayloadType {
+                configuration.rtx = RTXConfiguration(ssrc: SSRC(rawValue: rtxSSRC), payloadType: rtxPayloadType,
+                                                     associatedPayloadType: section.codecPayloadType)
+            }
+            // A participant's camera at up to 2.5 Mbit/s: its resends get the composite's share.
+            configuration.retransmission = Self.retransmission
+            configuration.retransmission.maxBytesPerSecond = Self.retransmissionBudget(bitrate: Self.forwardedBitrate)
+            let forwarder = RTPForwarder(ssrc: ssrc, payloadType: section.codecPayloadType,
+                                         firstSequenceNumber: .random(in: 0...UInt16.max, using: &generator),
+                                         firstTimestamp: .random(in: 0...UInt32.max, using: &generator), now: now)
+            return ForwardingSlot(mid: section.mid, forwarder: forwarder,
+                                  stream: RTPSendStream(configuration: configuration, clock: wallClock,
+                                                        firstRTXSequenceNumber: .random(in: 0...UInt16.max, using: &generator)))
+        }
+    }
+
+    /// The bit rate a forwarded track's resend budget is reckoned on.
+    static let forwardedBitrate = 2_500_000
+
+    /// Binds `track` to the slot at `index` (one more subscription), or raises its count when it
+    /// carries it already; a newly bound slot waits for the track's next key frame.
+    mutating func subscribe(slot index: Int, to track: TrackReference) -> Int {
+        if let subscription = forwardingSlots[index].subscription, subscription.track == track {
+            forwardingSlots[index].subscription = (track, subscription.count + 1)
+        } else {
+            forwardingSlots[index].subscription = (track, 1)
+            forwardingSlots[index].forwarder.restart()
+        }
+        return forwardingSlots[index].subscription?.count ?? 0
+    }
+
+    /// One subscription fewer to the slot at `index` (every one with `all`); the slot is free at
+    /// zero. Returns the count left.
+    mutating func unsubscribe(slot index: Int, all: Bool) -> Int {
+        guard let subscription = forwardingSlots[index].subscription else { return 0 }
+        let count = all ? 0 : subscription.count - 1
+        forwardingSlots[index].subscription = count > 0 ? (subscription.track, count) : nil
+        return count
+    }
+
+    /// The slots that carry `track` wait for its next key frame (its forwarding resumes).
+    mutating func restartForwarding(of track: TrackReference) {
+        for index in forwardingSlots.indices where forwardingSlots[index].subscription?.track == track {
+            forwardingSlots[index].forwarder.restart()
+        }
+    }
+
+    /// A packet of `track` as this participant gets it on each slot that carries it (none while
+    /// a slot waits for a key frame: `waiting` says so), serialized and kept for NACKs.
+    mutating func forwardedPackets(_ packet: RTPPacket, of track: TrackReference, now: Instant) -> (packets: [[UInt8]], waiting: Bool) {
+        var out: [[UInt8]] = []
+        var waiting = false
+        for index in forwardingSlots.indices where forwardingSlots[index].subscription?.track == track {
+            guard let forwarded = forwardingSlots[index].forwarder.forward(packet, now: now) else {
+                waiting = waiting || forwardingSlots[index].forwarder.waitingForKeyFrame
+                continue
+            }
+            guard let bytes = stampedBytes(forwarded, now: now) else { continue }
+            forwardingSlots[index].stream.packetSent(bytes: bytes, timestamp: forwarded.timestamp, payloadSize: forwarded.payload.count,
+                                                     now: now)
+            out.append(bytes)
+        }
+        return (out, waiting)
+    }
+
+    /// `track` ended: the slots that carried it are free, each with its RTCP BYE (RFC 3550
+    /// §6.6) to send, after a report on what it sent.
+    mutating func endSubscriptions(to track: TrackReference, now: Instant) -> [[UInt8]] {
+        var goodbyes: [[UInt8]] = []
+        for index in forwardingSlots.indices where forwardingSlots[index].subscription?.track == track {
+            forwardingSlots[index].subscription = nil
+            let slot = forwardingSlots[index]
+            let report: RTCPPacket = slot.stream.makeSenderReport(now: now).map { .senderReport($0) }
+                ?? .receiverReport(ReceiverReport(ssrc: slot.ssrc))
+            if let bytes = try? RTCPPacket.serializeCompound([report, .goodbye(Goodbye(sources: [slot.ssrc], reasonText: "track ended"))]) {
+                goodbyes.append(bytes)
+            }
+        }
+        return goodbyes
+    }
+
+    /// The tracks its PLI or FIR about a forwarding slot ask a key frame of (RFC 4585 §6.3.1,
+    /// RFC 5104 §4.3.1): the room asks their senders.
+    func forwardedKeyFrameRequests(_ packets: [RTCPPacket]) -> [TrackReference] {
+        var asked: [SSRC] = []
+        for packet in packets {
+            switch packet {
+            case .pictureLossIndication(let pli): asked.append(pli.mediaSSRC)
+            case .fullIntraRequest(let fir): asked += fir.entries.map(\.ssrc)
+            default: break
+            }
+        }
+        return forwardingSlots.filter { asked.contains($0.ssrc) }.compactMap { $0.subscription?.track }
+    }
+
     /// The composite's encoding changed: its resend budget follows the new rate.
     public mutating func videoBitrateChanged(_ bitrate: Int) {
         videoStream?.setRetransmissionBudget(bytesPerSecond: Self.retransmissionBudget(bitrate: bitrate))
@@ -125,12 +250,14 @@ public struct ParticipantOutbound {
 
     /// The SRs of what it is sent (RFC 3550 §6.4.1), for its next regular report.
     public func senderReports(now: Instant) -> [SenderReport] {
-        [audioStream, videoStream].compactMap { $0?.makeSenderReport(now: now) }
+        ([audioStream, videoStream].compactMap { $0?.makeSenderReport(now: now) })
+            + forwardingSlots.compactMap { $0.stream.makeSenderReport(now: now) }
     }
 
     /// Packets of its composite and mix sent again because it asked (NACK).
     public var packetsResent: Int64 {
         (videoStream?.retransmissionBuffer.packetsResent ?? 0) + (audioStream?.retransmissionBuffer.packetsResent ?? 0)
+            + forwardingSlots.reduce(0) { $0 + $1.stream.retransmissionBuffer.packetsResent }
     }
     /// Packets it asked for that no resend could bring (too old or unknown).
     public var resendsRefused: Int64 { videoStream?.retransmissionBuffer.requestsUnanswerable ?? 0 }
@@ -217,8 +344,9 @@ public struct ParticipantOutbound {
     public mutating func receiveRTCP(_ packets: [RTCPPacket], now: Instant) -> (keyFrameRequests: [KeyFrameRequest], retransmissions: [[UInt8]]) {
         chooser?.receive(packets, now: now)
         let unanswerable = resendsRefused
-        let retransmissions = restamped((videoStream?.receivedRTCP(packets, now: now) ?? []) + (audioStream?.receivedRTCP(packets, now: now) ?? []),
-                                        now: now)
+        var resends = (videoStream?.receivedRTCP(packets, now: now) ?? []) + (audioStream?.receivedRTCP(packets, now: now) ?? [])
+        for index in forwardingSlots.indices { resends += forwardingSlots[index].stream.receivedRTCP(packets, now: now) }
+        let retransmissions = restamped(resends, now: now)
         guard let out = videoOut else { return ([], retransmissions) }
         var requests: [KeyFrameRequest] = []
         if resendsRefused > unanswerable { requests.append(.pictureLoss(sender: out.ssrc)) }

@@ -119,9 +119,9 @@ public final class Room {
     /// transport is not up yet: nothing is sent it before `secure`.
     @discardableResult
     public func join(id: String, identity: String, name: String?, negotiated: NegotiatedSession, isViewer: Bool = false,
-                     seed: UInt64, now: Instant) -> Participant {
-        let participant = Participant(id: id, identity: identity, name: name, isViewer: isViewer, negotiated: negotiated,
-                                      seed: seed, wallClock: wallClock, configuration: configuration, now: now)
+                     forwardsOnly: Bool = false, seed: UInt64, now: Instant) -> Participant {
+        let participant = Participant(id: id, identity: identity, name: name, isViewer: isViewer, forwardsOnly: forwardsOnly,
+                                      negotiated: negotiated, seed: seed, wallClock: wallClock, configuration: configuration, now: now)
         participant.connectDeadline = now + Self.connectTimeout
         soonestConnectDeadline = min(soonestConnectDeadline ?? now + Self.connectTimeout, now + Self.connectTimeout)
         participants.append(participant)
@@ -148,12 +148,18 @@ public final class Room {
         guard let participant = participant(id: id) else { return }
         let camera = participant.inbound.cameraTrack
         let failuresKnown = participant.inbound.startFailures.count
+        let wasSending = VideoSource.allCases.filter { participant.inbound.sends($0) }
         for source in participant.inbound.renegotiate(negotiated) {
             emit(.event(RoomEvent(.trackEnded, room: name, participant: id, identity: participant.identity, source: source,
                                   reason: "m-line stopped")))
         }
         startFailures += participant.inbound.startFailures.dropFirst(failuresKnown)
-        participant.outbound.renegotiate(negotiated)
+        participant.outbound.renegotiate(negotiated, now: now)
+        reindexForwarding()
+        // A camera or screen whose m-line stopped (or stopped sending) ends its subscriptions.
+        for source in wasSending where !participant.inbound.sends(source) || (source == .camera && participant.inbound.cameraTrack !== camera) {
+            endForwarding(of: TrackReference(participant: id, source: source), now: now)
+        }
         mixer.add(id, receiver: participant.inbound.audioReceiver, listens: participant.outbound.receivesAudio)
         refreshHearing()
         if participant.inbound.cameraTrack !== camera {
@@ -196,6 +202,8 @@ public final class Room {
         mixer.remove(id)
         refreshHearing()
         speakerDetector.remove(participant: participant.identity)
+        reindexForwarding()
+        for source in VideoSource.allCases { endForwarding(of: TrackReference(participant: id, source: source), now: now) }
         if case .preset = layout { applyLayout(publish: true) }
         if participants.isEmpty { close() }
     }
@@ -229,6 +237,8 @@ public final class Room {
             } else {
                 participant.videoMuted = muted
                 participant.inbound.cameraTrack.isMuted = muted  // its tile shows the placeholder
+                // Its subscribers get nothing while muted, and start again at a key frame.
+                if !muted { restartForwarding(of: TrackReference(participant: id, source: .camera)) }
             }
             emit(.event(RoomEvent(muted ? .trackMuted : .trackUnmuted, room: name, participant: id, identity: participant.identity,
                                   source: source)))
@@ -315,7 +325,11 @@ public final class Room {
     /// One decrypted RTP packet from a participant.
     public func receiveRTP(_ bytes: [UInt8], from id: String, now: Instant) {
         guard let participant = participant(id: id) else { return }
-        switch participant.inbound.receiveRTP(bytes, now: now) {
+        let reception = participant.inbound.receiveRTP(bytes, now: now)
+        if let (source, packet) = reception.video {
+            forward(packet, of: TrackReference(participant: id, source: source), from: participant, now: now)
+        }
+        switch reception.notice {
         case .published(let source)?:
             emit(.event(RoomEvent(.trackPublished, room: name, participant: id, identity: participant.identity, source: source)))
         case .undecodable(let source)?:
@@ -335,6 +349,11 @@ public final class Room {
         let (requests, retransmissions) = participant.outbound.receiveRTCP(packets, now: now)
         if let loss = participant.outbound.mixLossPercent { mixer.setReportedLoss(id, percent: loss) }
         for bytes in retransmissions { emit(.sendRTP(participant: id, bytes: bytes)) }
+        for track in participant.outbound.forwardedKeyFrameRequests(packets) {
+            guard let owner = self.participant(id: track.participant) else { continue }
+            owner.inbound.requestKeyFrame(of: track.source, now: now)
+            serviceRTCP(owner, now: now)
+        }
         for request in requests {
             let pacer = encoding(participant.outbound.videoEncoding)
             switch request {
@@ -361,6 +380,9 @@ public final class Room {
     /// Composite packets asked for that could not be resent (each brought a key frame instead).
     public var resendsRefused: Int64 { participants.reduce(0) { $0 + $1.outbound.resendsRefused } }
 
+    /// Whether the encoding of `kind` runs now (the main one always does while the room is open).
+    func runsEncoding(_ kind: CompositeEncoding.Kind) -> Bool { kind == .main || scaled[kind] != nil }
+
     /// Receivers sent each encoding now.
     public func receivers(of kind: CompositeEncoding.Kind) -> Int {
         participants.filter { $0.receivesVideoNow && !$0.outbound.awaitingKeyFrame && $0.outbound.videoEncoding == kind }.count
@@ -371,7 +393,7 @@ public final class Room {
     }
 
     /// Sends the participant's RTCP that is due, and notes when more will be.
-    private func serviceRTCP(_ participant: Participant, now: Instant) {
+    func serviceRTCP(_ participant: Participant, now: Instant) {
         guard participant.state == .secure else { return }
         let outbound = participant.outbound
         for compound in participant.inbound.pollRTCP(now: now, senderReports: outbound.senderReports) {
@@ -576,5 +598,8 @@ public final class Room {
     }
     private var startFailures: [(component: String, error: any Error)] = []
 
-    private func emit(_ output: RoomOutput) { outputs.append(output) }
+    func emit(_ output: RoomOutput) { outputs.append(output) }
+
+    /// Who subscribes to each track, by subscriber id (`reindexForwarding`).
+    var forwarding: [TrackReference: [String]] = [:]
 }

@@ -21,6 +21,9 @@ public enum RoomOutput: Sendable {
     /// The participant was not secure within `Room.connectTimeout` of joining: it has left the
     /// room (its events are out); close its transport and free what it held.
     case expired(participant: String)
+    /// The participant (a viewer of one track whose track ended) has left the room: close its
+    /// transport once what was sent it before this is out.
+    case closed(participant: String)
 }
 
 /// A picture for one of the composite's encoders.

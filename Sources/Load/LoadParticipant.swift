@@ -581,8 +581,7 @@ final class LoadParticipant {
 
     /// A composite packet: frames, freezes, and the decoded pictures' checks.
     private func saw(_ packet: RTPPacket, now: Instant) {
-        if let (descriptor, length) = try? VP8PayloadDescriptor.parse(packet.payload), descriptor.isStartOfFrame,
-           descriptor.partitionIndex == 0, let first = packet.payload.dropFirst(length).first, VP8FrameHeader.isKeyFrame(firstByte: first) {
+        if VP8PayloadDescriptor.beginsKeyFrame(packet.payload) {
             results.keyFramesReceived += 1
         }
         if packet.marker, packet.timestamp != lastFrameTimestamp {

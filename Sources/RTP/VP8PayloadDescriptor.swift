@@ -83,6 +83,14 @@ public struct VP8PayloadDescriptor: Hashable, Sendable {
     /// The payload starts a frame: S set and partition 0 (RFC 7741 §4.4).
     public var isStartOfFrame: Bool { startOfPartition && partitionIndex == 0 }
 
+    /// Whether an RTP payload begins a VP8 key frame: the start of partition 0 (RFC 7741 §4.4)
+    /// whose frame tag has P = 0 (RFC 6386 §9.1). False for anything unreadable.
+    public static func beginsKeyFrame(_ payload: ArraySlice<UInt8>) -> Bool {
+        guard let (descriptor, length) = try? parse(payload), descriptor.isStartOfFrame,
+              let first = payload.dropFirst(length).first else { return false }
+        return VP8FrameHeader.isKeyFrame(firstByte: first)
+    }
+
     /// Reads the descriptor at the start of `payload`; returns it and the number of bytes it took.
     public static func parse(_ payload: ArraySlice<UInt8>) throws(VP8ParseError) -> (VP8PayloadDescriptor, Int) {
         let start = payload.startIndex

@@ -88,6 +88,12 @@ public final class HostAPI: Sendable {
         Route("DELETE", "/v1/rooms/{room}/participants/{id}", grant: { path, _ in .participant(room: path.room, id: path.id) }) {
             api, _, path in api.leave(room: path.room, id: path.id)
         },
+        Route("POST", "/v1/rooms/{room}/participants/{id}/subscriptions", grant: { path, _ in .participant(room: path.room, id: path.id) }) {
+            api, request, path in api.addSubscription(room: path.room, id: path.id, request)
+        },
+        Route("DELETE", "/v1/rooms/{room}/participants/{id}/subscriptions/{publisher}/{source}", grant: { path, _ in
+            .participant(room: path.room, id: path.id)
+        }) { api, request, path in api.removeSubscription(room: path.room, id: path.id, publisher: path.publisher, source: path.source, request) },
     ]
 
     private func route(_ request: HTTPRequest) -> HTTPResponse {

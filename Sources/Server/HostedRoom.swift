@@ -69,12 +69,44 @@ final class HostedRoom {
         let id = UUID().uuidString.lowercased()
         let participant = room.join(id: id, identity: identity, name: name, negotiated: accepted.negotiated, isViewer: isViewer,
                                     seed: UInt64.random(in: 0...UInt64.max), now: loop.clock.now())
+        attach(id, accepted: accepted, transport: transport)
+        return participant
+    }
+
+    /// Adds a viewer of one participant's camera or screen (`Room.joinAsTrackViewer`).
+    func joinAsTrackViewer(accepted: AcceptedOffer, transport: PeerTransport, publisher: String,
+                           source: VideoSource) throws(SubscriptionError) -> Participant {
+        let id = UUID().uuidString.lowercased()
+        let viewer: Participant
+        do {
+            viewer = try room.joinAsTrackViewer(id: id, negotiated: accepted.negotiated, publisher: publisher, source: source,
+                                                seed: UInt64.random(in: 0...UInt64.max), now: loop.clock.now())
+        } catch {
+            carryOut()
+            throw error
+        }
+        attach(id, accepted: accepted, transport: transport)
+        return viewer
+    }
+
+    private func attach(_ id: String, accepted: AcceptedOffer, transport: PeerTransport) {
         let link = ParticipantLink(id: id, room: self)
         links[id] = link
         sessions[id] = accepted
         peers[id] = port.add(transport, localUfrag: accepted.localICE.ufrag, sink: link)
         carryOut()
-        return participant
+    }
+
+    /// `POST …/subscriptions` (`Room.subscribe`).
+    func subscribe(_ id: String, to publisher: String, source: VideoSource) throws(SubscriptionError) -> SubscriptionState {
+        defer { carryOut() }
+        return try room.subscribe(id, to: publisher, source: source, now: loop.clock.now())
+    }
+
+    /// `DELETE …/subscriptions/{publisher}/{source}` (`Room.unsubscribe`).
+    func unsubscribe(_ id: String, from publisher: String, source: VideoSource, all: Bool) throws(SubscriptionError) -> Int {
+        defer { carryOut() }
+        return try room.unsubscribe(id, from: publisher, source: source, all: all)
     }
 
     /// Removes a participant (DELETE, or its transport failed); idempotent.
@@ -177,6 +209,11 @@ final class HostedRoom {
             case .expired(let id):
                 _ = detach(id)
                 expiredJoins += 1
+            case .closed(let id):
+                // Its last packets (the BYE) leave before its transport goes.
+                if sent { port.flush() }
+                sent = false
+                _ = detach(id)
             }
         }
         if sent { port.flush() }
@@ -241,6 +278,11 @@ final class HostedRoom {
         recordings[id] = (file, recorder)
         let ntp = room.wallClock.ntp(at: recorder.start)
         return Date(timeIntervalSince1970: ntp.seconds - Double(NTPTimestamp.unixEpochOffsetSeconds))
+    }
+
+    /// The recordings in progress: id and file, by id.
+    var recordingsInProgress: [(id: String, file: String)] {
+        recordings.map { ($0.key, $0.value.file) }.sorted { $0.id < $1.id }
     }
 
     /// Finishes a recording: the file is complete and playable when this returns; nil when

@@ -24,17 +24,28 @@ struct AcceptedOffer: Sendable {
     enum SendingRule {
         /// Every audio and video section (the echo).
         case everySection
-        /// The first live audio and the first live video section: a participant's mix and composite.
+        /// The first live audio and the first live video section: a composite viewer's mix and composite.
         case firstOfEachKind
+        /// The first live audio section (the mix) and every live video section: a participant's
+        /// composite on the first, subscriptions on the others.
+        case firstAudioEveryVideo
+        /// Every live video section, no audio: a viewer of one participant's track.
+        case everyVideo
 
-        /// The mids the host sends on. A section the offer disabled (port 0 without
-        /// `a=bundle-only`, RFC 8843 §6) gets nothing.
+        /// The mids the host sends on (it sends only where the peer receives). A section the
+        /// offer disabled (port 0 without `a=bundle-only`, RFC 8843 §6) gets nothing.
         func mids(in offer: SessionDescription) -> [String] {
             var kinds: Set<String> = []
             return offer.media.compactMap { section in
                 guard section.kind == .audio || section.kind == .video, section.port != 0 || section.hasAttribute("bundle-only"),
                       let mid = section.mid else { return nil }
-                return self == .everySection || kinds.insert(section.kind.name).inserted ? mid : nil
+                let first = kinds.insert(section.kind.name).inserted
+                switch self {
+                case .everySection: return mid
+                case .firstOfEachKind: return first ? mid : nil
+                case .firstAudioEveryVideo: return first || section.kind == .video ? mid : nil
+                case .everyVideo: return section.kind == .video ? mid : nil
+                }
             }
         }
     }
@@ -133,7 +144,7 @@ struct AcceptedOffer: Sendable {
         var generator = SystemRandomNumberGenerator()
         let previousSenders = Dictionary(previous.negotiated.media.compactMap { media in media.hostSender.map { (media.mid, $0) } },
                                          uniquingKeysWith: { first, _ in first })
-        let senders = Self.senders(for: offer, rule: .firstOfEachKind, previous: previousSenders, using: &generator)
+        let senders = Self.senders(for: offer, rule: .firstAudioEveryVideo, previous: previousSenders, using: &generator)
         let sessionID = UInt64(previous.negotiated.answer.origin.sessionID) ?? 1
         let version = (UInt64(previous.negotiated.answer.origin.sessionVersion) ?? 1) &+ 1
         func answer(localICE: ICECredentials) throws(OfferRejection) -> NegotiatedSession {

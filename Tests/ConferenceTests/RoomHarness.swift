@@ -74,7 +74,7 @@ final class MemoryPeer {
     static let cameraSize = VideoSize(width: 160, height: 96)
 
     init(identity: String, tone: Double, colour: YUVColor, index: Int, impairment: NetEm<WirePacket>.Impairment, seed: UInt64,
-         now: Instant) throws {
+         receiveOnly: Bool = false, now: Instant) throws {
         self.identity = identity
         self.tone = tone
         self.colour = colour
@@ -83,7 +83,9 @@ final class MemoryPeer {
         let rtxSSRC = audioSSRC + 2
         self.index = index
         offer = ClientOffer(ice: ICECredentials.random(), fingerprint: CertificateFingerprint(algorithm: "sha-256", digest: Array(repeating: 7, count: 32)),
-                            cname: identity, sections: [.opus(mid: "0", ssrc: audioSSRC), .vp8(mid: "1", ssrc: videoSSRC, rtxSSRC: rtxSSRC)])
+                            cname: identity, sections: [.opus(mid: "0", ssrc: audioSSRC, direction: receiveOnly ? .recvonly : .sendrecv),
+                                                        .vp8(mid: "1", ssrc: videoSSRC, rtxSSRC: rtxSSRC, direction: receiveOnly ? .recvonly : .sendrecv)])
+        sends = !receiveOnly
         negotiated = try negotiate(offer: offer.description, host: Self.host(index: index, mids: ["0", "1"]))
         hostAudioSSRC = negotiated.media.first { $0.kind == .audio }?.hostSender.map { SSRC(rawValue: $0.ssrc) }
         hostVideoSSRC = negotiated.media.first { $0.kind == .video }?.hostSender.map { SSRC(rawValue: $0.ssrc) }
@@ -138,12 +140,14 @@ final class MemoryPeer {
     /// group), and/or a camera m-line added with mid `add` (the same camera SSRC). Returns the
     /// session the host agreed, for `Room.renegotiate`; it receives the composite on the first
     /// live video m-line, and sends its camera while it has one.
-    func renegotiate(stop: String? = nil, add: String? = nil, shareScreen: String? = nil) throws -> NegotiatedSession {
+    func renegotiate(stop: String? = nil, add: String? = nil, shareScreen: String? = nil, receiver: String? = nil) throws -> NegotiatedSession {
         if let stop { stopped.insert(stop) }
         if let add { offer = ClientOffer(ice: offer.ice, fingerprint: offer.fingerprint, cname: offer.cname,
                                          sections: offer.sections + [.vp8(mid: add, ssrc: videoSSRC, rtxSSRC: audioSSRC + 2)]) }
         if let shareScreen { offer = ClientOffer(ice: offer.ice, fingerprint: offer.fingerprint, cname: offer.cname,
                                                  sections: offer.sections + [.vp8(mid: shareScreen, ssrc: audioSSRC + 5)]) }
+        if let receiver { offer = ClientOffer(ice: offer.ice, fingerprint: offer.fingerprint, cname: offer.cname,
+                                              sections: offer.sections + [.vp8(mid: receiver, ssrc: audioSSRC + 7, rtxSSRC: audioSSRC + 8, direction: .recvonly)]) }
         var description = offer.description
         for index in description.media.indices where stopped.contains(description.media[index].mid ?? "") {
             description.media[index].port = 0
@@ -168,6 +172,7 @@ final class MemoryPeer {
             hostRTX = RTXConfiguration(ssrc: SSRC(rawValue: rtxSSRC), payloadType: PayloadType(rawValue: rtxPayloadType), associatedPayloadType: payloadType)
             feedback.add(PeerReceiver.Source(mediaSSRC: SSRC(rawValue: sender.ssrc), clockRate: 90_000, isVideo: true, rtx: hostRTX, nack: true))
         }
+        followForwardedSections()
         if let shareScreen, let section = negotiated.media.first(where: { $0.mid == shareScreen }) {
             let payloadType = PayloadType(rawValue: section.codec.payloadType)
             guard let packetizer = VideoSender(payloadType: payloadType, ssrc: SSRC(rawValue: audioSSRC + 5)) else {
@@ -180,6 +185,48 @@ final class MemoryPeer {
         }
         return negotiated
     }
+
+    /// What it receives on its video m-lines after the first (subscriptions), by the host's SSRC
+    /// there: its mid, its decoder, what it decoded, and each new packet's sequence number and
+    /// timestamp.
+    final class ForwardedReceiver {
+        let mid: String
+        let decoder: VideoReceiver
+        var latest: I420Frame?
+        var picturesDecoded = 0
+        var firstPictureAt: Instant?
+        var packets: [(sequenceNumber: UInt16, timestamp: UInt32, at: Instant)] = []
+        init(mid: String) throws {
+            self.mid = mid
+            decoder = try VideoReceiver()
+        }
+    }
+    private(set) var forwarded: [SSRC: ForwardedReceiver] = [:]
+    /// SSRCs the host said BYE for (RFC 3550 §6.6).
+    private(set) var goodbyes: Set<SSRC> = []
+    /// Whether the host said BYE for what its first video m-line receives.
+    var receivedGoodbye: Bool { hostVideoSSRC.map(goodbyes.contains) ?? false }
+    /// The receiver of the m-line `mid`.
+    func forwarded(mid: String) -> ForwardedReceiver? { forwarded.values.first { $0.mid == mid } }
+
+    /// A receiver (and NACK repair, as a browser's) for each video m-line the host sends on
+    /// after the first.
+    private func followForwardedSections() {
+        for section in negotiated.media.filter({ $0.kind == .video && $0.hostDirection.sends }).dropFirst() {
+            guard let sender = section.hostSender, forwarded[SSRC(rawValue: sender.ssrc)] == nil,
+                  let receiver = try? ForwardedReceiver(mid: section.mid) else { continue }
+            forwarded[SSRC(rawValue: sender.ssrc)] = receiver
+            let payloadType = PayloadType(rawValue: section.codec.payloadType)
+            var rtx: RTXConfiguration?
+            if let rtxSSRC = sender.rtxSSRC, let rtxPayloadType = section.codec.rtxPayloadType {
+                rtx = RTXConfiguration(ssrc: SSRC(rawValue: rtxSSRC), payloadType: PayloadType(rawValue: rtxPayloadType), associatedPayloadType: payloadType)
+            }
+            if let rtx { forwardedRTX[rtx.ssrc] = SSRC(rawValue: sender.ssrc) }
+            feedback.add(PeerReceiver.Source(mediaSSRC: SSRC(rawValue: sender.ssrc), clockRate: 90_000, isVideo: true, rtx: rtx, nack: true))
+        }
+    }
+    /// The forwarded streams' RTX SSRCs, to their media SSRCs.
+    private var forwardedRTX: [SSRC: SSRC] = [:]
 
     /// Sends no camera while false (its camera m-line is stopped, or its camera just stops).
     var sendsVideo = true
@@ -238,12 +285,21 @@ final class MemoryPeer {
                 let packets = try RTCPPacket.parseCompound(bytes)
                 feedback.receiveRTCP(packets, now: now)
                 for case .senderReport(let report) in packets { senderReports[report.ssrc] = report }
+                for case .goodbye(let goodbye) in packets { goodbyes.formUnion(goodbye.sources) }
                 for retransmission in videoStream.receivedRTCP(packets, now: now) { up.send(.rtp(retransmission), now: now) }
                 if packets.contains(where: { if case .pictureLossIndication = $0 { true } else { false } }) { camera.requestKeyFrame() }
             case .rtp(let bytes):
                 let packet = try RTPPacket.parse(bytes)
                 if packet.ssrc == hostAudioSSRC || packet.ssrc == hostVideoSSRC { arrivals.append((packet.ssrc, packet.timestamp, now)) }
-                if packet.ssrc == hostAudioSSRC {
+                if let receiver = forwarded[forwardedRTX[packet.ssrc] ?? packet.ssrc] {
+                    guard case .media(let media) = feedback.receive(packet, now: now) else { continue }
+                    if packet.ssrc == media.ssrc { receiver.packets.append((media.sequenceNumber, media.timestamp, now)) }
+                    for picture in receiver.decoder.receive(media, now: now) {
+                        receiver.latest = picture
+                        receiver.picturesDecoded += 1
+                        if receiver.firstPictureAt == nil { receiver.firstPictureAt = now }
+                    }
+                } else if packet.ssrc == hostAudioSSRC {
                     mix.receive(payload: Array(packet.payload), sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp, arrival: now)
                 } else if packet.ssrc == hostVideoSSRC || packet.ssrc == hostRTX?.ssrc,
                           case .media(let media) = feedback.receive(packet, now: now) {
@@ -296,6 +352,8 @@ final class RoomHarness {
     private(set) var events: [RoomEvent] = []
     /// Participants the room dropped for not connecting (`RoomOutput.expired`).
     private(set) var expired: [String] = []
+    /// Viewers the room closed (`RoomOutput.closed`: their track ended).
+    private(set) var closed: [String] = []
     private var encoders: [CompositeEncoding.Kind: (generation: Int, encoder: VP8Encoder, scaledTo: VideoSize?)] = [:]
     private let impairment: NetEm<WirePacket>.Impairment
     private let seed: UInt64
@@ -336,6 +394,35 @@ final class RoomHarness {
     }
 
     /// A join whose transport never comes up (no ICE, no DTLS): it sends and receives nothing.
+    /// A viewer of one participant's camera or screen (`Room.joinAsTrackViewer`): a peer that
+    /// only receives, its first video m-line carrying that track.
+    @discardableResult
+    func joinTrackViewer(of publisher: String, source: VideoSource = .camera) throws -> MemoryPeer {
+        let viewer = try MemoryPeer(identity: "viewer", tone: 0, colour: YUVColor(y: 0, u: 128, v: 128), index: 50 + peers.count,
+                                    impairment: impairment, seed: seed &+ 77, receiveOnly: true, now: now)
+        viewer.id = "v-\(peers.count)"
+        try room.joinAsTrackViewer(id: viewer.id, negotiated: viewer.negotiated, publisher: publisher, source: source, seed: seed, now: now)
+        room.connected(viewer.id)
+        room.secure(viewer.id, now: now)
+        peers.append(viewer)
+        try carryOut()
+        return viewer
+    }
+
+    /// A participant renegotiates (`Room.renegotiate`) with the session `offer` gives.
+    func renegotiate(_ peer: MemoryPeer, _ offer: (MemoryPeer) throws -> NegotiatedSession) throws {
+        room.renegotiate(peer.id, negotiated: try offer(peer), now: now)
+        try carryOut()
+    }
+
+    /// Does `body` on the room at the harness's time, then carries out what it asked.
+    @discardableResult
+    func act<T>(_ body: (Room, Instant) throws -> T) throws -> T {
+        let result = try body(room, now)
+        try carryOut()
+        return result
+    }
+
     func joinWithoutConnecting(_ identity: String) throws -> String {
         let ghost = try MemoryPeer(identity: identity, tone: 1000, colour: YUVColor(y: 128, u: 128, v: 128), index: 90 + peers.count,
                                    impairment: impairment, seed: seed, now: now)
@@ -404,6 +491,9 @@ final class RoomHarness {
                 break
             case .expired(let id):
                 expired.append(id)
+            case .closed(let id):
+                closed.append(id)
+                peers.removeAll { $0.id == id }
             }
         }
     }

@@ -111,6 +111,8 @@ import Testing
             ("GET", "/v1/rooms/r/layout", .admin), ("PUT", "/v1/rooms/r/layout", .admin),
             ("POST", "/v1/rooms/r/participants?identity=alice", .participant),
             ("PATCH", "/v1/rooms/r/participants/\(alice)", .participant), ("DELETE", "/v1/rooms/r/participants/\(alice)", .participant),
+            ("POST", "/v1/rooms/r/participants/\(alice)/subscriptions", .participant),
+            ("DELETE", "/v1/rooms/r/participants/\(alice)/subscriptions/bob/camera", .participant),
         ]
         #expect(Set(routes.map(\.method)).count >= 4 && routes.count == HostAPI.routes.count, "a row for every route of HostAPI.routes")
         for route in routes {

@@ -96,9 +96,10 @@ import Wire
         let withScreen = try SessionDescription(parsing: added.body)
         #expect(withScreen.media.map(\.mid) == ["0", "1", "2"])
         #expect(withScreen.media.map(\.port).allSatisfy { $0 != 0 }, "every m-line is accepted")
-        #expect(withScreen.media[2].direction == .inactive, "the host has nothing to send on a second video m-line yet")
+        #expect(withScreen.media[2].direction == .sendonly, "a receive-only video m-line is where a subscription can go")
         let addedAnswer = try ClientAnswer(contentType: "application/sdp", location: location, body: added.body)
-        #expect(addedAnswer.hostSSRCs == first.hostSSRCs, "the host's mix and composite keep their SSRCs")
+        #expect(addedAnswer.hostSSRCs.filter { $0.key != "2" } == first.hostSSRCs, "the host's mix and composite keep their SSRCs")
+        #expect(addedAnswer.hostSSRCs["2"] != nil, "the new m-line has a stream of its own")
         #expect(Int(withScreen.origin.sessionVersion) == (Int(first.description.origin.sessionVersion) ?? 0) + 1)
 
         let stopped = try patch(client, location, offer(client, extra: [.vp8(mid: "2", ssrc: 77, direction: .recvonly)], stopped: ["2"]))

@@ -87,8 +87,44 @@ import Wire
             #expect((1...2).contains(after - before), "key frames decoded by each: before \(keyFramesBefore), after \(keyFramesAfter)")
         }
 
-        // A custom template swaps a and b.
+        // The room as GET shows it: each participant's microphone and camera (live, rendering,
+        // at the size it sends), the main encoding with three receivers, the grid in use.
         let http = HTTPTestClient(port: port)
+        let shown = try #require(try JSONSerialization.jsonObject(with: Data(http.send("GET", "/v1/rooms/r").body)) as? [String: Any])
+        let members = try #require(shown["participants"] as? [[String: Any]])
+        #expect(members.map { $0["identity"] as? String } == ["a", "b", "c"])
+        for member in members {
+            let tracks = try #require(member["tracks"] as? [[String: Any]])
+            #expect(tracks.map { $0["source"] as? String } == ["microphone", "camera"])
+            let camera = tracks[1]
+            #expect(camera["state"] as? String == "live" && camera["rendering"] as? Bool == true && camera["muted"] as? Bool == false)
+            #expect(camera["width"] as? Int == 320 && camera["height"] as? Int == 180 && (camera["fps"] as? Int ?? 0) > 0, "\(camera)")
+            #expect(camera["subscribers"] as? [String] == [])
+        }
+        let outputs = try #require(shown["outputs"] as? [[String: Any]])
+        #expect(outputs.first?["encoding"] as? String == "main" && outputs.first?["receivers"] as? Int == 3, "\(outputs)")
+        #expect((shown["layout"] as? [String: Any])?["positions"] != nil && shown["recordings"] as? [Any] != nil)
+
+        // Subscriptions refused with the reason: a's session has no m-line besides the
+        // composite's (409), no such participant or subscription (404), a body or source that
+        // makes no sense (400).
+        let subscriptions = try #require(a.client.answer?.location) + "/subscriptions"
+        func subscribe(_ body: String) throws -> HTTPTestClient.Response {
+            try http.send("POST", subscriptions, headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+        }
+        let full = try subscribe(#"{"participant": "b", "source": "camera"}"#)
+        #expect(full.status == 409 && full.text.contains("no free m-line"), "\(full.text)")
+        #expect(try subscribe(#"{"participant": "zed", "source": "camera"}"#).status == 404)
+        #expect(try subscribe(#"{"participant": "b", "source": "screen"}"#).status == 404)
+        #expect(try subscribe(#"{"participant": "b", "source": "feet"}"#).status == 400)
+        #expect(try subscribe(#"{"participant": "b"}"#).status == 400)
+        #expect(try subscribe(#"{"participant": "b", "source": "camera", "extra": 1}"#).status == 400)
+        #expect(try http.send("DELETE", subscriptions + "/b/camera").status == 404)
+        let noTrack = try http.send("POST", "/v1/rooms/r/viewers?participant=zed&source=camera", headers: ["Content-Type": "application/sdp"],
+                                    body: a.client.offer().serializedBytes())
+        #expect(noTrack.status == 404, "\(noTrack.text)")
+
+        // A custom template swaps a and b.
         let swapped = #"""
             {"canvas": {"width": 640, "height": 360, "fps": 15},
              "positions": [

@@ -13,12 +13,19 @@ extension HostAPI {
     /// received on its transport; it is sent its mix on the audio m-line and the composite on the
     /// first video m-line.
     /// A join as a viewer (WHEP-style, receive only): the composite and the whole room's mix,
-    /// no tile, no place in the participant list. The room must exist.
+    /// no tile, no place in the participant list. The room must exist. With
+    /// `?participant=ID&source=camera|screen`, that one track instead, forwarded as it is sent
+    /// (the viewer's video m-lines carry it; no audio); it ends when the track ends.
     func joinAsViewer(room: String, _ request: HTTPRequest) -> HTTPResponse {
-        join(room: room, request, viewer: true)
+        guard let publisher = request.query["participant"] else { return join(room: room, request, viewer: true) }
+        let sourceName = request.query["source"] ?? "camera"
+        guard let source = VideoSource(rawValue: sourceName) else {
+            return .error(400, "bad source", detail: "source is camera or screen, not \(sourceName.prefix(64))")
+        }
+        return join(room: room, request, viewer: true, track: (publisher, source))
     }
 
-    func join(room: String, _ request: HTTPRequest, viewer: Bool = false) -> HTTPResponse {
+    func join(room: String, _ request: HTTPRequest, viewer: Bool = false, track: (publisher: String, source: VideoSource)? = nil) -> HTTPResponse {
         guard Self.isValidName(room) else { return .error(400, "bad room name", detail: "use 1 to 64 of A-Z a-z 0-9 - _ .") }
         let given = viewer ? "viewer-" + UUID().uuidString.prefix(8).lowercased() : request.query["identity"]
         guard let identity = given, Self.isValidName(identity) else {
@@ -28,10 +35,12 @@ extension HostAPI {
         guard request.contentType == "application/sdp" else {
             return .error(415, "wrong content type", detail: "send the SDP offer as application/sdp")
         }
-        // The first audio and the first video section carry the mix and the composite back.
+        // The first audio and the first video section carry the mix and the composite back; a
+        // participant's other video sections carry its subscriptions; a track viewer's carry the track.
+        let rule: AcceptedOffer.SendingRule = track != nil ? .everyVideo : viewer ? .firstOfEachKind : .firstAudioEveryVideo
         let accepted: AcceptedOffer
         do {
-            accepted = try AcceptedOffer(offer: request.body, host: media, feedback: AcceptedOffer.feedback, sending: .firstOfEachKind)
+            accepted = try AcceptedOffer(offer: request.body, host: media, feedback: AcceptedOffer.feedback, sending: rule)
         } catch {
             return error.response
         }
@@ -49,6 +58,15 @@ extension HostAPI {
             let transport: PeerTransport
             do { transport = try accepted.makeTransport(host: media, now: media.loop.clock.now()) } catch {
                 return .failure(HTTPResponseError(500, "transport", "\(error)"))
+            }
+            if let track {
+                guard let hosted = rooms.value.rooms[room] else { return .failure(HTTPResponseError(404, "not found", "no room \(room)")) }
+                do throws(SubscriptionError) {
+                    return .success(try hosted.joinAsTrackViewer(accepted: accepted, transport: transport, publisher: track.publisher,
+                                                                 source: track.source).id)
+                } catch {
+                    return .failure(error.httpError)
+                }
             }
             let participant = rooms.value.open(room, port: port)
                 .join(identity: identity, name: name, accepted: accepted, transport: transport, isViewer: viewer)

@@ -15,12 +15,44 @@ extension HostAPI {
         return .json(200, ["rooms": list.sorted { $0.name < $1.name }])
     }
 
+    /// The room as it is: its participants with their tracks (and who subscribes to each), how
+    /// many viewers, the composite's encodings, the layout in use, and the recordings running.
     func showRoom(_ name: String) -> HTTPResponse {
-        struct Room: Encodable { let name: String; let participants: [ParticipantSummary]; let viewers: Int }
-        let rooms = self.rooms
-        let members = (try? media.runOnLoop { rooms.value.rooms[name]?.participants.map { ($0.summary, $0.isViewer) } }) ?? nil
-        guard let members else { return .error(404, "not found", detail: "no room \(name)") }
-        return .json(200, Room(name: name, participants: members.filter { !$0.1 }.map(\.0).sorted { $0.identity < $1.identity },
-                               viewers: members.filter(\.1).count))
+        let rooms = self.rooms, loop = media.loop
+        let shown = (try? media.runOnLoop { () -> RoomView? in
+            guard let hosted = rooms.value.rooms[name] else { return nil }
+            let room = hosted.room, now = loop.clock.now()
+            let members = room.participants.filter { !$0.isViewer }
+                .map { ParticipantView(summary: $0.summary, tracks: room.tracks(of: $0.id, now: now)) }
+            return RoomView(name: name, participants: members.sorted { $0.summary.identity < $1.summary.identity },
+                            viewers: room.participants.count { $0.isViewer }, outputs: room.compositeOutputs, layout: room.currentDescription,
+                            recordings: hosted.recordingsInProgress.map { RoomView.Recording(id: $0.id, file: $0.file) })
+        }) ?? nil
+        guard let shown else { return .error(404, "not found", detail: "no room \(name)") }
+        return .json(200, shown)
+    }
+}
+
+/// `GET /v1/rooms/{room}`.
+private struct RoomView: Encodable, Sendable {
+    struct Recording: Encodable, Sendable { let id: String; let file: String }
+    let name: String
+    let participants: [ParticipantView]
+    let viewers: Int
+    let outputs: [OutputSummary]
+    let layout: TemplateDescription
+    let recordings: [Recording]
+}
+
+/// A participant as `PATCH` answers it, with its tracks.
+private struct ParticipantView: Encodable, Sendable {
+    let summary: ParticipantSummary
+    let tracks: [TrackSummary]
+
+    private enum CodingKeys: String, CodingKey { case tracks }
+    func encode(to encoder: any Encoder) throws {
+        try summary.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(tracks, forKey: .tracks)
     }
 }

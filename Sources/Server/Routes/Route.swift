@@ -1,9 +1,11 @@
 /// One entry of the route table.
 struct Route: Sendable {
-    /// The path's parameters: `{room}` and `{id}`.
+    /// The path's parameters: `{room}`, `{id}`, and a subscription's `{publisher}` and `{source}`.
     struct Parameters {
         var room = ""
         var id = ""
+        var publisher = ""
+        var source = ""
     }
     let method: String
     let pattern: [String]
@@ -26,6 +28,8 @@ struct Route: Sendable {
             switch expected {
             case "{room}": parameters.room = segment
             case "{id}": parameters.id = segment
+            case "{publisher}": parameters.publisher = segment
+            case "{source}": parameters.source = segment
             default: guard segment == expected else { return nil }
             }
         }
