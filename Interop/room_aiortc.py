@@ -15,16 +15,23 @@ blue, with a small moving bar so VP8 keeps sending). Checks, in order, each boun
   template    PUT a template that swaps alice and bob: every participant's composite follows
               (then PUT {"preset": "grid"} back, checked too)
   hear        PATCH alice {"hear": {"bob": false}}: alice no longer hears 660 Hz, carol still does
+  subscribe   a fourth aiortc peer, receive only, POSTs to viewers?participant=alice&source=camera and
+              decodes alice's camera as alice sends it (320x240, red; not the 1280x720 composite);
+              another views bob's camera (for the leave check). Carol renegotiates a recvonly
+              video m-line, POSTs {"participant": "alice", "source": "camera"} to her
+              subscriptions (count 1, the new mid) and decodes alice's camera on it; again (count
+              2, same mid), DELETE (count 1: still coming), DELETE (count 0: frames stop)
   recording   POST a recording ({"file": "interop-room.webm"}), ~2 s, DELETE it: 200, the file
               (under the host's cwd + recordings/, i.e. this process's cwd under run.sh, or
               --recordings-dir) has a vp8 and an opus stream (ffprobe)
   leave       bob DELETEs itself (204): alice and carol no longer hear 660 Hz and their composite
-              is a grid of two (red and blue side by side, no green)
+              is a grid of two (red and blue side by side, no green); the viewer of bob's camera
+              is closed (its resource answers DELETE with 404)
 
 Prints one JSON line of measurements on stdout; exit 0 only when every check passed, otherwise 1
 with `room_aiortc: FAIL <check>: <detail>` lines on stderr. The whole run is bounded by --timeout.
 
-usage: room_aiortc.py --url http://127.0.0.1:PORT [--room interop] [--timeout 38]
+usage: room_aiortc.py --url http://127.0.0.1:PORT [--room interop] [--timeout 50]
 """
 import argparse, asyncio, json, math, os, shutil, subprocess, sys, time, urllib.error, urllib.parse, urllib.request
 
@@ -218,6 +225,79 @@ async def consume(p, track):
                 p.prune()
 
 
+class Sink:
+    """Frames of one received video track: how many, the first's arrival, the latest."""
+    def __init__(self):
+        self.frames, self.t_first, self.frame, self.t_frame, self.ended = 0, None, None, None, False
+
+
+async def consume_into(sink, track):
+    while True:
+        try:
+            frame = await track.recv()
+        except MediaStreamError:
+            sink.ended = True
+            return
+        sink.frames += 1
+        sink.frame, sink.t_frame = frame, now()
+        if sink.t_first is None:
+            sink.t_first = sink.t_frame
+
+
+def judge_track(sink, since, name, size=(320, 240)):
+    """(ok, detail, seen): the latest frame after `since` is `name`'s camera as sent: its size and colour."""
+    if sink.frame is None or sink.t_frame < since:
+        return False, "no frame yet", None
+    img = sink.frame.to_ndarray(format="rgb24")
+    seen = {"size": "%dx%d" % (img.shape[1], img.shape[0]), "centre": colour_at(img, img.shape[1] // 2, img.shape[0] // 2)}
+    bad = []
+    if (img.shape[1], img.shape[0]) != size:
+        bad.append("frame is %s, want %dx%d (the camera as sent, not the composite)" % (seen["size"], size[0], size[1]))
+    if seen["centre"] != name:
+        bad.append("centre shows %s, want %s" % (seen["centre"], name))
+    return not bad, "; ".join(bad), seen
+
+
+async def view_track(args, publisher, pcs):
+    """A receive-only aiortc peer on viewers?participant=publisher&source=camera: (sink, location, t_post, error)."""
+    pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    pcs.append(pc)
+    vt = pc.addTransceiver("video", direction="recvonly")
+    vt.setCodecPreferences([c for c in RTCRtpSender.getCapabilities("video").codecs if c.mimeType.lower() in ("video/vp8", "video/rtx")])
+    sink = Sink()
+    tasks = []
+
+    @pc.on("track")
+    def on_track(track):
+        tasks.append(asyncio.ensure_future(consume_into(sink, track)))
+
+    await asyncio.wait_for(pc.setLocalDescription(await pc.createOffer()), 10)
+    url = "%s/v1/rooms/%s/viewers?participant=%s&source=camera" % (args.url, urllib.parse.quote(args.room), publisher)
+    t_post = now()
+    status, ctype, location, body = await asyncio.wait_for(asyncio.to_thread(E.post_offer, url, pc.localDescription.sdp, 5), 6)
+    if status != 201:
+        return sink, None, t_post, "viewer of %s: POST want 201, got %s: %s" % (publisher, status, body[:300])
+    await asyncio.wait_for(pc.setRemoteDescription(RTCSessionDescription(body, "answer")), 5)
+    sink.tasks = tasks
+    return sink, urllib.parse.urljoin(args.url + "/", location), t_post, None
+
+
+async def add_receiver(p):
+    """Renegotiates p's session with one more recvonly video m-line (PATCH with the offer): (sink, mid, error)."""
+    pc = p.pc
+    sink = Sink()
+    transceiver = pc.addTransceiver("video", direction="recvonly")
+    transceiver.setCodecPreferences([c for c in RTCRtpSender.getCapabilities("video").codecs
+                                     if c.mimeType.lower() in ("video/vp8", "video/rtx")])
+    p.sink_override = sink
+    await asyncio.wait_for(pc.setLocalDescription(await pc.createOffer()), 10)
+    status, body = await ahttp("PATCH", p.location, pc.localDescription.sdp.encode(), ctype="application/sdp")
+    if status != 200:
+        return sink, None, "PATCH with a renegotiation offer: want 200, got %s: %s" % (status, body[:300])
+    await asyncio.wait_for(pc.setRemoteDescription(RTCSessionDescription(body, "answer")), 5)
+    return sink, transceiver.mid, None
+
+
 async def join(p, args):
     p.pc = pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
     at = pc.addTransceiver(E.ToneTrack(p.hz), direction="sendrecv")
@@ -238,7 +318,9 @@ async def join(p, args):
 
     @pc.on("track")
     def on_track(track):
-        p.tasks.append(asyncio.ensure_future(consume(p, track)))
+        # The video track of an m-line added by renegotiation goes to its own sink.
+        sink, p.sink_override = getattr(p, "sink_override", None), None
+        p.tasks.append(asyncio.ensure_future(consume_into(sink, track) if sink and track.kind == "video" else consume(p, track)))
 
     await asyncio.wait_for(pc.setLocalDescription(await pc.createOffer()), 10)
     url = "%s/v1/rooms/%s/participants?identity=%s" % (args.url, urllib.parse.quote(args.room), p.name)
@@ -368,7 +450,64 @@ async def scenario(args, peers, out):
         c.setdefault("hear", None)
     out["hear"] = res
 
-    # --- 4. a recording ---------------------------------------------------------------------
+    # --- 4. one participant's camera on its own: a viewer, and a subscription in carol's session
+    out["subscribe"] = res = {}
+    viewers = []
+    alice_view, _, t_post, err = await view_track(args, "alice", viewers)
+    bob_view, bob_view_location, _, err_bob = await view_track(args, "bob", viewers)
+    out["bobViewer"] = bob_view_location
+    out["_viewers"] = viewers
+    if err or err_bob:
+        c["subscribe"] = err or err_bob
+    else:
+        ok, secs, detail, data = await wait_for(lambda: judge_track(alice_view, t_post, "alice"), 8, interval=0.02)
+        res["viewerMsPostToFirstFrame"] = E.ms(t_post, alice_view.t_first)
+        res["viewerSeen"] = data
+        if not ok:
+            c["subscribe"] = "the viewer of alice's camera 8 s after its POST: %s" % detail
+    if c.get("subscribe") is None:
+        sink, mid, err = await add_receiver(C)
+        subscriptions = C.location + "/subscriptions"
+        if err:
+            c["subscribe"] = "carol: " + err
+        else:
+            t0 = now()
+            status, body = await ahttp("POST", subscriptions, {"participant": "alice", "source": "camera"})
+            answered = json.loads(body) if status == 200 else {}
+            res["first"] = {"status": status, "answer": answered}
+            if status != 200 or answered.get("count") != 1 or answered.get("mid") != mid:
+                c["subscribe"] = "carol's subscription: want 200 with count 1 on mid %s, got %s: %s" % (mid, status, body[:300])
+            else:
+                ok, secs, detail, data = await wait_for(lambda: judge_track(sink, t0, "alice"), 8, interval=0.02)
+                res["subscriptionMsPostToFirstFrame"] = E.ms(t0, sink.t_first)
+                res["subscriptionSeen"] = data
+                if not ok:
+                    c["subscribe"] = "carol's subscribed m-line 8 s after the POST: %s" % detail
+            if c.get("subscribe") is None:
+                status, body = await ahttp("POST", subscriptions, {"participant": "alice", "source": "camera"})
+                again = json.loads(body) if status == 200 else {}
+                status_down, body_down = await ahttp("DELETE", subscriptions + "/alice/camera")
+                down = json.loads(body_down) if status_down == 200 else {}
+                frames = sink.frames
+                await asyncio.sleep(1.0)
+                still = sink.frames - frames
+                status_zero, body_zero = await ahttp("DELETE", subscriptions + "/alice/camera")
+                zero = json.loads(body_zero) if status_zero == 200 else {}
+                await asyncio.sleep(0.5)
+                frames = sink.frames
+                await asyncio.sleep(1.5)
+                after = sink.frames - frames
+                res["counts"] = [again.get("count"), down.get("count"), zero.get("count")]
+                res["framesAtCount1"], res["framesAfterZero"] = still, after
+                if again.get("count") != 2 or again.get("mid") != mid:
+                    c["subscribe"] = "subscribing again: want count 2 on mid %s, got %s: %s" % (mid, status, body[:300])
+                elif down.get("count") != 1 or still < 5:
+                    c["subscribe"] = "one DELETE: want count 1 and frames still coming, got %s (%d frames in 1 s)" % (body_down[:200], still)
+                elif zero.get("count") != 0 or after > 0:
+                    c["subscribe"] = "second DELETE: want count 0 and no more frames, got %s (%d frames in 1.5 s)" % (body_zero[:200], after)
+    c.setdefault("subscribe", None)
+
+    # --- 5. a recording ---------------------------------------------------------------------
     out["recording"] = res = {}
     if args.skip_recording:
         res["skipped"] = "--skip-recording"
@@ -424,7 +563,7 @@ async def scenario(args, peers, out):
                     os.remove(path)
         c.setdefault("recording", None)
 
-    # --- 5. bob leaves ----------------------------------------------------------------------
+    # --- 6. bob leaves ----------------------------------------------------------------------
     t0 = now()
     status, body = await ahttp("DELETE", B.location)
     out["leave"] = res = {"deleteStatus": status}
@@ -444,6 +583,17 @@ async def scenario(args, peers, out):
             res[p.name + "Seen"] = data
             if not ok:
                 c["leave"] = "%s's composite 3 s after bob's DELETE: %s" % (p.name, detail)
+        if out.get("bobViewer"):
+            # Its track ended: the host said BYE and let the viewer go.
+            def viewers_left():
+                status, body = http("GET", "%s/v1/rooms/%s" % (args.url, args.room))
+                count = json.loads(body).get("viewers") if status == 200 else None
+                return count == 1, "viewers %s" % count, count
+            ok, secs, detail, _ = await wait_for(viewers_left, max(0.2, t0 + 3.0 - now()))
+            status, _ = await ahttp("DELETE", out["bobViewer"])
+            res["sBobViewerClosed"], res["bobViewerDeleteStatus"] = (secs if ok else None), status
+            if not ok or status != 404:
+                c["leave"] = "the viewer of bob's camera 3 s after bob left: %s, its DELETE answered %s (want 404)" % (detail, status)
         c.setdefault("leave", None)
 
 
@@ -451,6 +601,11 @@ async def run(args, peers, out):
     try:
         await scenario(args, peers, out)
     finally:
+        for pc in out.pop("_viewers", []):
+            try:
+                await asyncio.wait_for(pc.close(), 3)
+            except Exception:
+                pass
         for p in peers:
             if p.location:
                 try:
@@ -477,7 +632,7 @@ def main():
     ap.add_argument("--recordings-dir", default=None, help="the host's recordings folder (default: CWD/recordings)")
     ap.add_argument("--keep-recording", action="store_true")
     ap.add_argument("--skip-recording", action="store_true")
-    ap.add_argument("--timeout", type=float, default=38, help="hard bound of the whole run")
+    ap.add_argument("--timeout", type=float, default=50, help="hard bound of the whole run")
     args = ap.parse_args()
     args.url = args.url.rstrip("/")
 
@@ -496,7 +651,7 @@ def main():
                              "videoFrames": p.video_frames, "videoSizes": p.sizes} for p in peers}
     failed = {k: v for k, v in out["checks"].items() if v is not None and v != "SKIPPED"}
     out["checks"] = {k: ("ok" if v is None else "skipped" if v == "SKIPPED" else "FAIL") for k, v in out["checks"].items()}
-    out["ok"] = not failed and all(k in out["checks"] for k in ("join", "grid3", "template", "hear", "recording", "leave"))
+    out["ok"] = not failed and all(k in out["checks"] for k in ("join", "grid3", "template", "hear", "subscribe", "recording", "leave"))
     if not failed and not out["ok"]:
         failed["incomplete"] = "not every check ran: %s" % sorted(out["checks"])
     print(json.dumps(out), flush=True)

@@ -207,7 +207,7 @@ for peer in $PEERS; do
                 fail room "no aiortc in $REPO/.venv (run scripts/setup.sh)"; continue
             fi
             # three participants in one room; a recording lands in the host's cwd (ours) + recordings/
-            run_peer room "$VENV_PY" "$HERE/room_aiortc.py" --url "$BASE" --room interop --timeout 38 \
+            run_peer room "$VENV_PY" "$HERE/room_aiortc.py" --url "$BASE" --room interop --timeout 50 \
                 --recordings-dir "$TMP/recordings" ;;
         docs)
             # the examples of docs/api.md and docs/config.md, against hosts of its own on the
