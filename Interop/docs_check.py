@@ -218,6 +218,8 @@ def main():
     plain_dir = os.path.join(work, "plain")
     os.makedirs(plain_dir, exist_ok=True)
     shutil.copy(offer, os.path.join(plain_dir, "offer.sdp"))
+    # The same session renegotiated with a receive-only video m-line (the subscription examples).
+    shutil.copy(os.path.join(REPO, "Tests/SDPTests/Fixtures/chromium-offer-receiver.sdp"), os.path.join(plain_dir, "offer-receiver.sdp"))
     if templates:
         with open(os.path.join(plain_dir, "side-by-side.json"), "w") as f:
             f.write(templates[0])
