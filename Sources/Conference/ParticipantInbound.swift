@@ -77,13 +77,31 @@ public final class ParticipantInbound {
         startDecoders(among: inbound.sections)
     }
 
+    /// What a renegotiation did to the participant's tracks.
+    public struct Renegotiation: Equatable, Sendable {
+        /// Sources that ended (published before), for `trackEnded`.
+        public var ended: [String] = []
+        /// The camera's section stopped sending (`recvonly` or `inactive`: a camera turned off)
+        /// or sends again: `trackMuted` and `trackUnmuted`.
+        public var cameraPaused: Bool?
+    }
+
+    /// Whether the camera's section does not send now (turned off by renegotiation): its tile
+    /// shows the placeholder, as for a camera muted by `PATCH`.
+    public private(set) var cameraPaused = false
+
     /// Takes a renegotiated session (`PATCH` with an SDP offer): sections it added are received,
-    /// sections it stopped (port 0) are forgotten. Returns the sources that ended with them
-    /// (published before), for `trackEnded`.
-    public func renegotiate(_ negotiated: NegotiatedSession) -> [String] {
+    /// sections it stopped (port 0) are forgotten, and a camera section that stops or resumes
+    /// sending pauses or resumes the camera.
+    public func renegotiate(_ negotiated: NegotiatedSession) -> Renegotiation {
         let previous = inbound
         inbound = InboundSections(negotiated, previous: previous)
         var ended: [String] = []
+        var result = Renegotiation()
+        if let cameraMid, let sends = inbound.section(mid: cameraMid)?.peerSends, sends == cameraPaused {
+            cameraPaused = !sends
+            result.cameraPaused = cameraPaused
+        }
         // A screen whose section stays but no longer sends (`inactive`, `recvonly`) has ended.
         if let screenMid, inbound.section(mid: screenMid)?.peerSends == false {
             if published.remove(screenMid) != nil { ended.append("screen") }
@@ -98,6 +116,8 @@ public final class ParticipantInbound {
             }
             if section.mid == cameraMid {
                 cameraMid = nil
+                cameraPaused = false
+                result.cameraPaused = nil
                 videoReceiver = nil
                 cameraSSRC = nil
                 videoStalledSince = nil
@@ -112,7 +132,8 @@ public final class ParticipantInbound {
         // New sections, and those that began to send again (a screen shared anew on its m-line).
         let resumed = { (section: InboundSections.Section) in section.peerSends && previous.section(mid: section.mid)?.peerSends == false }
         startDecoders(among: inbound.sections.filter { previous.section(mid: $0.mid) == nil || resumed($0) })
-        return ended
+        result.ended = ended
+        return result
     }
 
     private func stopScreen() {

@@ -149,9 +149,17 @@ public final class Room {
         let camera = participant.inbound.cameraTrack
         let failuresKnown = participant.inbound.startFailures.count
         let wasSending = VideoSource.allCases.filter { participant.inbound.sends($0) }
-        for source in participant.inbound.renegotiate(negotiated) {
+        let changes = participant.inbound.renegotiate(negotiated)
+        for source in changes.ended {
             emit(.event(RoomEvent(.trackEnded, room: name, participant: id, identity: participant.identity, source: source,
                                   reason: "m-line stopped")))
+        }
+        if let paused = changes.cameraPaused {
+            // A camera turned off (or on) by its m-line's direction: muted as by PATCH.
+            participant.inbound.cameraTrack.isMuted = paused || participant.videoMuted
+            emit(.event(RoomEvent(paused ? .trackMuted : .trackUnmuted, room: name, participant: id, identity: participant.identity,
+                                  source: "camera", reason: paused ? "m-line not sending" : "m-line sending")))
+            if !paused { restartForwarding(of: TrackReference(participant: id, source: .camera)) }
         }
         startFailures += participant.inbound.startFailures.dropFirst(failuresKnown)
         participant.outbound.renegotiate(negotiated, now: now)
@@ -236,7 +244,7 @@ public final class Room {
                 participant.audioMuted = muted
             } else {
                 participant.videoMuted = muted
-                participant.inbound.cameraTrack.isMuted = muted  // its tile shows the placeholder
+                participant.inbound.cameraTrack.isMuted = muted || participant.inbound.cameraPaused  // its tile shows the placeholder
                 // Its subscribers get nothing while muted, and start again at a key frame.
                 if !muted { restartForwarding(of: TrackReference(participant: id, source: .camera)) }
             }

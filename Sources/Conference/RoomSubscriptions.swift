@@ -225,7 +225,7 @@ extension Room {
             let track = source == .camera ? participant.inbound.cameraTrack : participant.inbound.screenTrack
             let subscribers = subscribers(of: TrackReference(participant: id, source: source)).map { $0.isViewer ? $0.id : $0.identity }
             tracks.append(TrackSummary(source: source.rawValue, kind: "video", state: track.readyState == .live ? "live" : "ended",
-                                       muted: source == .camera && participant.videoMuted, rendering: track.isRendering(now: now),
+                                       muted: track.isMuted, rendering: track.isRendering(now: now),
                                        width: track.frameSize?.width, height: track.frameSize?.height, fps: track.frameRate(now: now),
                                        subscribers: subscribers))
         }

@@ -140,8 +140,15 @@ final class MemoryPeer {
     /// group), and/or a camera m-line added with mid `add` (the same camera SSRC). Returns the
     /// session the host agreed, for `Room.renegotiate`; it receives the composite on the first
     /// live video m-line, and sends its camera while it has one.
-    func renegotiate(stop: String? = nil, add: String? = nil, shareScreen: String? = nil, receiver: String? = nil) throws -> NegotiatedSession {
+    func renegotiate(stop: String? = nil, add: String? = nil, shareScreen: String? = nil, receiver: String? = nil,
+                     camera: Direction? = nil) throws -> NegotiatedSession {
         if let stop { stopped.insert(stop) }
+        if let camera {
+            // The camera turned off or on as a browser does it: its transceiver's direction.
+            offer = ClientOffer(ice: offer.ice, fingerprint: offer.fingerprint, cname: offer.cname, sections: offer.sections.map {
+                $0.mid == "1" ? .vp8(mid: "1", ssrc: self.videoSSRC, rtxSSRC: audioSSRC + 2, direction: camera) : $0
+            })
+        }
         if let add { offer = ClientOffer(ice: offer.ice, fingerprint: offer.fingerprint, cname: offer.cname,
                                          sections: offer.sections + [.vp8(mid: add, ssrc: videoSSRC, rtxSSRC: audioSSRC + 2)]) }
         if let shareScreen { offer = ClientOffer(ice: offer.ice, fingerprint: offer.fingerprint, cname: offer.cname,

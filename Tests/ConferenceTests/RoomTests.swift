@@ -163,6 +163,30 @@ import WireTesting
         #expect(harness.events.filter { $0.identity == "b" }.map(\.type).suffix(2) == [.trackMuted, .trackUnmuted])
     }
 
+    /// A camera turned off by its m-line's direction (`recvonly`, as a browser's transceiver
+    /// direction): `trackMuted` with the reason, its tile shows the placeholder, b still gets
+    /// the composite; turned on again (`sendrecv`): `trackUnmuted`, and its colour returns.
+    @Test func aCameraTurnedOffByRenegotiationIsMutedAndComesBack() throws {
+        let (harness, a, b, _) = try threeInARoom()
+        try harness.run(for: .seconds(1))
+        b.sendsVideo = false
+        harness.room.renegotiate(b.id, negotiated: try b.renegotiate(camera: .recvonly), now: harness.now)
+        try harness.run(for: .seconds(1))
+        expectSees(a, [(x: 0.75, y: 0.25, colour: Room.placeholderColor), (x: 0.25, y: 0.25, colour: Self.red)])
+        let decodedByB = b.picturesDecoded
+        try harness.run(for: .milliseconds(500))
+        #expect(b.picturesDecoded > decodedByB, "b still receives the composite on its camera's m-line")
+        #expect(harness.room.tracks(of: b.id, now: harness.now).first { $0.source == "camera" }?.muted == true)
+
+        b.sendsVideo = true
+        harness.room.renegotiate(b.id, negotiated: try b.renegotiate(camera: .sendrecv), now: harness.now)
+        try harness.run(for: .seconds(1))
+        expectSees(a, Self.grid3(Self.red, Self.green, Self.blue))
+        let camera = harness.events.filter { $0.identity == "b" && [.trackMuted, .trackUnmuted, .trackEnded].contains($0.type) }
+        #expect(camera.map(\.type) == [.trackMuted, .trackUnmuted] && camera.allSatisfy { $0.source == "camera" })
+        #expect(camera.first?.reason == "m-line not sending")
+    }
+
     /// Renegotiation as a browser does it: b stops its camera's m-line (port 0), so its camera
     /// ends, its tile shows the placeholder, and it is sent no composite, while its voice and mix
     /// go on; then it adds a camera m-line back (a new mid), and its colour and composite return.
