@@ -69,6 +69,8 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["Transport", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "Wire", "WireTesting"]),
         .testTarget(name: "CompositingTests", dependencies: ["Compositing", "Media", "Wire", "WireTesting"]),
+        // The seeds' usage examples, as a program that embeds the library writes them.
+        .testTarget(name: "SeedExamplesTests", dependencies: ["Compositing", "Media", "Wire"]),
         .testTarget(name: "ComposeTests", dependencies: ["Compose", "Compositing", "Media", "Wire", "WireTesting"]),
         .testTarget(name: "SocketsTests", dependencies: ["Sockets", "Transport", "Wire"]),
         .testTarget(name: "LoadTests", dependencies: ["Load", "Media", "Compositing", "WireTesting"]),

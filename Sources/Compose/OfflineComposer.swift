@@ -98,7 +98,7 @@ public final class OfflineComposer {
         let clock = ManualClock(start: .milliseconds(1_000))
         let start = clock.now()
         let canvas = description.canvas
-        let video = VideoCompositor(id: "compose", resolutionSize: canvas.size, fps: canvas.fps,
+        let video = VideoCompositor(id: "compose", canvasSize: canvas.size, fps: canvas.fps,
                                     background: canvas.backgroundColor ?? .black)
         let audio = AudioCompositor(id: "compose")
         audio.autoOutputSilentBuffer = true

@@ -1,3 +1,4 @@
+import Foundation
 import Media
 
 /// A rectangle as fractions of the canvas: (0, 0) is the top left, (1, 1) the bottom right.
@@ -18,6 +19,14 @@ public struct NormalizedRect: Sendable, Hashable, Codable {
         self.width = width
         self.height = height
     }
+
+    /// The seed's normalized rect (seed 004: a `CGRect` of fractions of the canvas).
+    public init(_ rect: CGRect) {
+        self.init(x: Double(rect.origin.x), y: Double(rect.origin.y), width: Double(rect.size.width), height: Double(rect.size.height))
+    }
+
+    /// As a `CGRect`.
+    public var cgRect: CGRect { CGRect(x: x, y: y, width: width, height: height) }
 
     /// The whole canvas.
     public static let full = NormalizedRect(x: 0, y: 0, width: 1, height: 1)
@@ -82,6 +91,11 @@ public struct VideoTrackPositionInfo {
         self.placeholder = placeholder
         self.label = label
     }
+
+    /// The seed's position (seed 004): `normalizedRect` a `CGRect` of fractions of the canvas.
+    public init(track: VideoTrack, normalizedRect: CGRect, contentMode: ContentMode = .fill) {
+        self.init(track: track, normalizedRect: NormalizedRect(normalizedRect), contentMode: contentMode)
+    }
 }
 
 /// A layout: positions in drawing order (later ones are drawn over earlier ones).
@@ -92,6 +106,17 @@ public struct CompositeTemplate {
     /// A template of `positions` in drawing order.
     public init(positions: [VideoTrackPositionInfo]) {
         self.positions = positions
+    }
+
+    /// The seed's name for a template's positions (seed 004).
+    public init(trackPositions: [VideoTrackPositionInfo]) {
+        self.init(positions: trackPositions)
+    }
+
+    /// The positions, by the seed's name.
+    public var trackPositions: [VideoTrackPositionInfo] {
+        get { positions }
+        set { positions = newValue }
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import Observation
 import Wire
 
 /// Why a recording could not start or go on.
@@ -32,8 +33,10 @@ public enum RecordingError: Error, Equatable, CustomStringConvertible {
 }
 
 /// Records a video track and an audio track into one WebM file (VP8 + Opus), as the seed's
-/// `TrackRecorder` does. Call `tick(now:)` at least as often as the video frame rate (the host's
-/// loop, or a manual clock when composing offline); `stop()` finishes the file.
+/// `TrackRecorder` does: made for its tracks, `startRecording(fileName:)` opens the file and
+/// `stopRecording()` finishes it (`isRunning` between, observable); `init(path:…)` does both
+/// first steps at once. Call `tick(now:)` at least as often as the video frame rate (the host's
+/// loop, or a manual clock when composing offline): the library keeps no time of its own.
 ///
 /// Time: video frames carry their capture time on the host's clock, so a frame's position in the
 /// file is its time since the recording began; audio is placed from the instant its first frame
@@ -43,7 +46,7 @@ public enum RecordingError: Error, Equatable, CustomStringConvertible {
 ///
 /// A recorder records the tracks it was given: after a compositor restarts, its old output track
 /// has ended, this recorder finishes, and a new one must be made for the new output.
-public final class TrackRecorder {
+public final class TrackRecorder: Observable {
     public struct Configuration: Sendable, Equatable {
         public var width: Int
         public var height: Int
@@ -63,24 +66,110 @@ public final class TrackRecorder {
         }
     }
 
-    public let path: String
     public let configuration: Configuration
-    /// False once `stop()` ran or a track ended.
-    public private(set) var isRecording = true
-    public private(set) var videoFramesWritten = 0
-    public private(set) var audioPacketsWritten = 0
+    /// The file being written (or last written); nil before `startRecording`.
+    public var path: String? { file?.path }
+    /// Between `startRecording` and `stopRecording` (or the end of a track, or a file that
+    /// could not be written). Observable: its changes notify (Observation).
+    public private(set) var isRunning: Bool {
+        get {
+            observation.access(self, keyPath: \.isRunning)
+            return running
+        }
+        set { observation.withMutation(of: self, keyPath: \.isRunning) { running = newValue } }
+    }
+    private var running = false
+    private let observation = ObservationRegistrar()
+    /// `isRunning`, by the name the host uses.
+    public var isRecording: Bool { isRunning }
+    public var videoFramesWritten: Int { file?.videoFramesWritten ?? 0 }
+    public var audioPacketsWritten: Int { file?.audioPacketsWritten ?? 0 }
     /// Writes that failed (a frame or packet lost, the recording goes on).
-    public private(set) var errors: [RecordingError] = []
+    public var errors: [RecordingError] { file?.errors ?? [] }
+    /// The instant the file's time zero stands for; nil before `startRecording`.
+    public var start: Instant? { file?.start }
 
     private weak var videoTrack: VideoTrack?
-    private var audioReader: AudioTrackReader?
+    private weak var audioTrack: AudioTrack?
     /// What it was given: a track of these that is gone has ended.
     private let recordsVideo: Bool, recordsAudio: Bool
-    private let writer: WebMWriter
+    private var file: FileRecording?
+
+    /// A recorder of `videoTrack` and `audioTrack` (either may be nil, not both), not yet
+    /// recording (seed 004). The tracks are held weakly: a freed one counts as ended.
+    public init(videoTrack: VideoTrack?, audioTrack: AudioTrack?, configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        self.videoTrack = videoTrack
+        self.audioTrack = audioTrack
+        recordsVideo = videoTrack != nil
+        recordsAudio = audioTrack != nil
+    }
+
+    /// A recorder that records into `path` from `now` at once.
+    public convenience init(path: String, videoTrack: VideoTrack?, audioTrack: AudioTrack?, configuration: Configuration = Configuration(),
+                            now: Instant) throws(RecordingError) {
+        self.init(videoTrack: videoTrack, audioTrack: audioTrack, configuration: configuration)
+        try startRecording(fileName: path, now: now)
+    }
+
+    deinit { try? file?.writer.finish() }
+
+    /// Opens `fileName` (a path; WebM whatever its extension) and records from `now` on (by
+    /// default the monotonic clock's now: the clock the caller's ticks must then use too). A
+    /// recorder records one file: it must be made again for another.
+    public func startRecording(fileName: String, now: Instant = MonotonicClock().now()) throws(RecordingError) {
+        guard file == nil else { return }
+        guard recordsVideo || recordsAudio else { throw .nothingToRecord }
+        if recordsVideo, (videoTrack?.readyState ?? .ended) == .ended { throw .nothingToRecord }
+        if recordsAudio, (audioTrack?.readyState ?? .ended) == .ended { throw .nothingToRecord }
+        file = try FileRecording(path: fileName, video: recordsVideo, audioReader: audioTrack?.makeReader(),
+                                 configuration: configuration, now: now)
+        isRunning = true
+    }
+
+    /// Encodes and writes what the tracks have produced since the last tick.
+    public func tick(now: Instant) {
+        guard isRunning, let file else { return }
+        // A track ended, or freed by its owner (as a compositor's old output is when it starts
+        // again), ends the recording: nothing more can come of it.
+        if recordsVideo, (videoTrack?.readyState ?? .ended) == .ended { return finishQuietly() }
+        if recordsAudio, (audioTrack?.readyState ?? .ended) == .ended { return finishQuietly() }
+        file.checkFileIsThere(now: now)
+        if let videoTrack { file.recordVideo(videoTrack, now: now) }
+        file.recordAudio(now: now)
+        // The file cannot be written (a full disk, a failed device): it ends here, as complete as
+        // it got, and `errors` says why; the tracks go on without it.
+        if file.errors.contains(where: \.isContainerError) { finishQuietly() }
+    }
+
+    /// Finishes the file (cues and duration written). Idempotent.
+    public func stopRecording() throws(RecordingError) {
+        guard isRunning, let file else { return }
+        isRunning = false
+        do { try file.writer.finish() } catch { throw .container(error) }
+    }
+
+    /// `stopRecording()`, by the name the host uses.
+    public func stop() throws(RecordingError) { try stopRecording() }
+
+    private func finishQuietly() {
+        do { try stopRecording() } catch { file?.errors.append(error) }
+    }
+}
+
+/// One file being written: its encoders, the WebM writer, and where each track has got to.
+private final class FileRecording {
+    let path: String
+    let configuration: TrackRecorder.Configuration
+    let writer: WebMWriter
     private let videoEncoder: VP8Encoder?
     private let audioEncoder: OpusEncoder?
+    private var audioReader: AudioTrackReader?
     /// The instant the file's time zero stands for.
-    public let start: Instant
+    let start: Instant
+    var videoFramesWritten = 0
+    var audioPacketsWritten = 0
+    var errors: [RecordingError] = []
     private var lastVideoTime: Instant?
     private var audioSamplesWritten: Int64 = 0
     /// Where the first audio frame is placed: the instant it was mixed, since the start.
@@ -92,17 +181,13 @@ public final class TrackRecorder {
     private var fileIdentity: (device: UInt64, inode: UInt64)?
     private var fileCheckedAt: Instant?
 
-    public init(path: String, videoTrack: VideoTrack?, audioTrack: AudioTrack?, configuration: Configuration = Configuration(),
-                now: Instant) throws(RecordingError) {
-        guard videoTrack != nil || audioTrack != nil else { throw .nothingToRecord }
+    init(path: String, video: Bool, audioReader: AudioTrackReader?, configuration: TrackRecorder.Configuration,
+         now: Instant) throws(RecordingError) {
         self.path = path
         self.configuration = configuration
-        self.videoTrack = videoTrack
-        audioReader = audioTrack?.makeReader()
-        recordsVideo = videoTrack != nil
-        recordsAudio = audioTrack != nil
+        self.audioReader = audioReader
         start = now
-        if videoTrack != nil {
+        if video {
             do {
                 videoEncoder = try VP8Encoder(VP8Encoder.Configuration(width: configuration.width, height: configuration.height,
                                                                        framesPerSecond: configuration.framesPerSecond,
@@ -111,7 +196,7 @@ public final class TrackRecorder {
         } else {
             videoEncoder = nil
         }
-        if audioTrack != nil {
+        if audioReader != nil {
             do {
                 audioEncoder = try OpusEncoder(OpusEncoder.Configuration(channels: configuration.audioChannels, application: .audio,
                                                                          bitrate: configuration.audioBitrate))
@@ -122,39 +207,15 @@ public final class TrackRecorder {
         do {
             writer = try WebMWriter(
                 path: path,
-                video: videoTrack.map { _ in WebMWriter.VideoTrack(width: configuration.width, height: configuration.height) },
-                audio: audioTrack.map { _ in WebMWriter.AudioTrack(channels: configuration.audioChannels) })
+                video: video ? WebMWriter.VideoTrack(width: configuration.width, height: configuration.height) : nil,
+                audio: audioReader.map { _ in WebMWriter.AudioTrack(channels: configuration.audioChannels) })
         } catch { throw .container(error) }
         fileIdentity = Self.identity(of: path)
     }
 
-    deinit { try? writer.finish() }
-
-    /// Encodes and writes what the tracks have produced since the last tick.
-    public func tick(now: Instant) {
-        guard isRecording else { return }
-        // A track ended, or freed by its owner (as a compositor's old output is when it starts
-        // again), ends the recording: nothing more can come of it.
-        if recordsVideo, (videoTrack?.readyState ?? .ended) == .ended { return finishQuietly() }
-        if recordsAudio, (audioReader?.track?.readyState ?? .ended) == .ended { return finishQuietly() }
-        checkFileIsThere(now: now)
-        recordVideo(now: now)
-        recordAudio(now: now)
-        // The file cannot be written (a full disk, a failed device): it ends here, as complete as
-        // it got, and `errors` says why; the tracks go on without it.
-        if errors.contains(where: \.isContainerError) { finishQuietly() }
-    }
-
-    /// Finishes the file (cues and duration written). Idempotent.
-    public func stop() throws(RecordingError) {
-        guard isRecording else { return }
-        isRecording = false
-        do { try writer.finish() } catch { throw .container(error) }
-    }
-
     /// Once a second: the file still at its path. Writes to a file whose folder was removed
     /// succeed (the inode lives on) and are lost; the recording ends instead, and says why.
-    private func checkFileIsThere(now: Instant) {
+    func checkFileIsThere(now: Instant) {
         guard let fileIdentity, fileCheckedAt.map({ now - $0 >= .seconds(1) }) ?? true else { return }
         fileCheckedAt = now
         guard let current = Self.identity(of: path), current == fileIdentity else {
@@ -168,12 +229,8 @@ public final class TrackRecorder {
         return (UInt64(status.st_dev), UInt64(status.st_ino))
     }
 
-    private func finishQuietly() {
-        do { try stop() } catch { errors.append(error) }
-    }
-
-    private func recordVideo(now: Instant) {
-        guard let videoEncoder, let track = videoTrack, let frame = track.latestFrame(now: now) else { return }
+    func recordVideo(_ track: VideoTrack, now: Instant) {
+        guard let videoEncoder, let frame = track.latestFrame(now: now) else { return }
         // A frame is written once, and only if it is newer than the last.
         if let lastVideoTime, frame.timestamp <= lastVideoTime { return }
         guard frame.timestamp >= start else { return }
@@ -205,7 +262,7 @@ public final class TrackRecorder {
     /// old one) exactly the silence heard goes in, to the sample, or the audio would play early
     /// from there on (a stall of 125 ms once left it 25 ms early for good). Samples go through
     /// `pendingAudio` and leave it as 20 ms Opus frames.
-    private func recordAudio(now: Instant) {
+    func recordAudio(now: Instant) {
         guard let audioEncoder, audioReader != nil else { return }
         var frames: [AudioFrame] = []
         while let frame = audioReader?.nextFrame(channels: configuration.audioChannels) { frames.append(frame) }

@@ -1,4 +1,6 @@
+import Foundation
 import Media
+import Observation
 import Wire
 
 /// Draws one canvas per `tick(now:)` from a `CompositeTemplate`: the room's composite picture.
@@ -16,19 +18,24 @@ import Wire
 /// for 2 s) shows its placeholder, never a frozen frame. Tracks are held weakly, through the
 /// template. Sans-IO: the host's loop (or a manual clock) calls `tick(now:)` every 1/`fps`.
 /// Confined to its room's loop.
-public final class VideoCompositor {
+public final class VideoCompositor: Observable {
     /// Names the compositor's output tracks ("<id>/composite/1", … one per `start()`).
     public let id: String
     /// Pictures per second the host should tick at (1…60); the compositor itself keeps no time.
     public var fps: Int {
         didSet { fps = min(max(fps, 1), 60) }
     }
-    /// The canvas size; a change takes effect on the next picture.
-    public var resolutionSize: VideoSize {
+    /// The canvas size in pixels; a change takes effect on the next picture.
+    public var canvasSize: VideoSize {
         didSet {
-            resolutionSize = VideoSize(width: min(max(resolutionSize.width, 2), 16384),
-                                       height: min(max(resolutionSize.height, 2), 16384))
+            canvasSize = VideoSize(width: min(max(canvasSize.width, 2), 16384), height: min(max(canvasSize.height, 2), 16384))
         }
+    }
+    /// The canvas size as the seed names it (seed 004): `canvasSize` in points of one pixel,
+    /// rounded to whole pixels when set.
+    public var resolutionSize: CGSize {
+        get { CGSize(width: canvasSize.width, height: canvasSize.height) }
+        set { canvasSize = VideoSize(width: Int(newValue.width.rounded()), height: Int(newValue.height.rounded())) }
     }
     /// Shown where no tile is, in letterbox bars, and as the default placeholder.
     public var background: YUVColor
@@ -37,12 +44,27 @@ public final class VideoCompositor {
     /// Draws on each position its track's id, resolution and frames drawn in the last second
     /// (through `labelRenderer`; without one, a small marker and a bar as long as that rate).
     public var showsDebugOverlay = false
-    /// Between `start()` and `stop()`.
-    public private(set) var isRunning = false
+    /// Between `start()` and `stop()`. Observable: its changes notify (Observation).
+    public private(set) var isRunning: Bool {
+        get {
+            observation.access(self, keyPath: \.isRunning)
+            return running
+        }
+        set { observation.withMutation(of: self, keyPath: \.isRunning) { running = newValue } }
+    }
+    private var running = false
     /// Where the pictures go: nil until `start()`, a new track on each `start()`.
     public private(set) var outputTrack: VideoTrack?
-    /// The layout drawn on the next tick; nil after `stop()`.
-    public private(set) var currentTemplate: CompositeTemplate?
+    /// The layout drawn on the next tick; nil after `stop()`. Observable: its changes notify.
+    public private(set) var currentTemplate: CompositeTemplate? {
+        get {
+            observation.access(self, keyPath: \.currentTemplate)
+            return template
+        }
+        set { observation.withMutation(of: self, keyPath: \.currentTemplate) { template = newValue } }
+    }
+    private var template: CompositeTemplate?
+    private let observation = ObservationRegistrar()
 
     /// Two canvases drawn alternately: the output track holds the latest picture while the next
     /// is drawn into the other, so neither is copied or reallocated in steady state.
@@ -52,14 +74,18 @@ public final class VideoCompositor {
     /// Per position of the current template: what was drawn, for the debug overlay.
     private var tileStatistics: [TileStatistics] = []
 
-    /// A stopped compositor of `resolutionSize` pictures at `fps` on `background`.
-    public init(id: String = "video", resolutionSize: VideoSize = VideoSize(width: 1280, height: 720), fps: Int = 30,
+    /// A stopped compositor of `canvasSize` pictures at `fps` on `background`.
+    public init(id: String = "video", canvasSize: VideoSize = VideoSize(width: 1280, height: 720), fps: Int = 30,
                 background: YUVColor = YUVColor(hex: TemplateDescription.Canvas.defaultBackground) ?? .black) {
         self.id = id
-        self.resolutionSize = VideoSize(width: min(max(resolutionSize.width, 2), 16384),
-                                        height: min(max(resolutionSize.height, 2), 16384))
+        self.canvasSize = VideoSize(width: min(max(canvasSize.width, 2), 16384), height: min(max(canvasSize.height, 2), 16384))
         self.fps = min(max(fps, 1), 60)
         self.background = background
+    }
+
+    /// The seed's compositor: `resolutionSize` as a `CGSize`.
+    public convenience init(resolutionSize: CGSize, fps: Int = 30) {
+        self.init(canvasSize: VideoSize(width: Int(resolutionSize.width.rounded()), height: Int(resolutionSize.height.rounded())), fps: fps)
     }
 
     /// The time between ticks at `fps`.
@@ -93,7 +119,7 @@ public final class VideoCompositor {
     /// Draws one picture at `now` and pushes it to `outputTrack`. Does nothing while stopped.
     public func tick(now: Instant) {
         guard isRunning, let outputTrack else { return }
-        let size = resolutionSize
+        let size = canvasSize
         var canvas: I420Frame
         if let kept = canvases[nextCanvas], kept.width == size.width, kept.height == size.height {
             canvas = kept

@@ -78,7 +78,7 @@ public final class Room {
         var generator = SplitMix64(seed: seed)
         timestampOffset = .random(in: 0...UInt32.max, using: &generator)
         mixer = RoomAudioMixer(configuration: .init(returnsOwnVoice: configuration.returnsOwnVoice))
-        compositor = VideoCompositor(id: name, resolutionSize: VideoSize(width: configuration.width, height: configuration.height),
+        compositor = VideoCompositor(id: name, canvasSize: VideoSize(width: configuration.width, height: configuration.height),
                                      fps: configuration.fps)
         compositor.labelRenderer = labels
         compositor.start()
@@ -282,11 +282,11 @@ public final class Room {
         self.layout = layout
         switch layout {
         case .custom(let description):
-            compositor.resolutionSize = description.canvas.size
+            compositor.canvasSize = description.canvas.size
             compositor.fps = description.canvas.fps
             compositor.background = description.canvas.backgroundColor ?? .black
         case .preset:
-            compositor.resolutionSize = VideoSize(width: configuration.width, height: configuration.height)
+            compositor.canvasSize = VideoSize(width: configuration.width, height: configuration.height)
             compositor.fps = configuration.fps
             compositor.background = YUVColor(hex: TemplateDescription.Canvas.defaultBackground) ?? .black
         }
@@ -297,7 +297,7 @@ public final class Room {
     /// The template in use, in the contract's format: a custom one as given, a preset as the
     /// positions it gives now.
     public var currentDescription: TemplateDescription {
-        let canvas = TemplateDescription.Canvas(width: compositor.resolutionSize.width, height: compositor.resolutionSize.height,
+        let canvas = TemplateDescription.Canvas(width: compositor.canvasSize.width, height: compositor.canvasSize.height,
                                                 fps: compositor.fps, background: TemplateDescription.Canvas.defaultBackground)
         return layout.template(participants: identities, activeSpeaker: speakerDetector.current, screenSharer: screenSharer, canvas: canvas)
     }
@@ -538,7 +538,7 @@ public final class Room {
         }
         if timestampEpoch == nil { timestampEpoch = picture.timestamp }
         for encoding in [main] + [CompositeEncoding.Kind.low, .small].compactMap({ scaled[$0] }) {
-            let size = encoding.size ?? compositor.resolutionSize
+            let size = encoding.size ?? compositor.canvasSize
             let configuration = VP8Encoder.Configuration(width: size.width, height: size.height, framesPerSecond: compositor.fps,
                                                          bitrate: encoding.bitrate)
             emit(.encode(CompositeEncodeRequest(kind: encoding.kind, generation: encoding.generation, picture: picture,

@@ -237,7 +237,7 @@ extension Room {
         CompositeEncoding.Kind.allCases.compactMap { kind -> OutputSummary? in
             let (size, bitrate): (VideoSize, Int)
             switch kind {
-            case .main: (size, bitrate) = (compositor.resolutionSize, configuration.bitrate)
+            case .main: (size, bitrate) = (compositor.canvasSize, configuration.bitrate)
             case .low: (size, bitrate) = (VideoSize(width: configuration.lowWidth, height: configuration.lowHeight), configuration.lowBitrate)
             case .small: (size, bitrate) = (VideoSize(width: configuration.smallWidth, height: configuration.smallHeight), configuration.smallBitrate)
             }

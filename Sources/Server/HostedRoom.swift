@@ -264,19 +264,17 @@ final class HostedRoom {
     /// time the file's time zero stands for.
     func startRecording(id: String, file: String, path: String) throws(RecordingError) -> Date {
         let track = room.startRoomMix()
-        let canvas = room.compositor.resolutionSize
-        let recorder: TrackRecorder
-        do {
-            recorder = try TrackRecorder(path: path, videoTrack: room.compositor.outputTrack, audioTrack: track,
-                                         configuration: .init(width: canvas.width, height: canvas.height, framesPerSecond: room.compositor.fps),
-                                         now: loop.clock.now())
-        } catch {
+        let canvas = room.compositor.canvasSize
+        let recorder = TrackRecorder(videoTrack: room.compositor.outputTrack, audioTrack: track,
+                                     configuration: .init(width: canvas.width, height: canvas.height, framesPerSecond: room.compositor.fps))
+        let start = loop.clock.now()
+        do { try recorder.startRecording(fileName: path, now: start) } catch {
             StartFailures.shared.record("recorder", error)  // the caller answers the request with the reason
             if recordings.isEmpty { room.stopRoomMix() }
             throw error
         }
         recordings[id] = (file, recorder)
-        let ntp = room.wallClock.ntp(at: recorder.start)
+        let ntp = room.wallClock.ntp(at: start)
         return Date(timeIntervalSince1970: ntp.seconds - Double(NTPTimestamp.unixEpochOffsetSeconds))
     }
 

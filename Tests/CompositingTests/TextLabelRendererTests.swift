@@ -11,7 +11,7 @@ import Wire
 
     func compositor(_ positions: [VideoTrackPositionInfo], labels: (any TileLabelRenderer)?,
                     debugOverlay: Bool = false) -> VideoCompositor {
-        let compositor = VideoCompositor(resolutionSize: canvasSize, fps: 30, background: Palette.background)
+        let compositor = VideoCompositor(canvasSize: canvasSize, fps: 30, background: Palette.background)
         compositor.labelRenderer = labels
         compositor.showsDebugOverlay = debugOverlay
         compositor.start()

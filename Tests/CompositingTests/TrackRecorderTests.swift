@@ -11,7 +11,7 @@ import WireTesting
         defer { try? FileManager.default.removeItem(atPath: path) }
         let clock = ManualClock()
         let camera = VideoTrack(id: "alice/camera")
-        let compositor = VideoCompositor(resolutionSize: VideoSize(width: 320, height: 180), fps: 30)
+        let compositor = VideoCompositor(canvasSize: VideoSize(width: 320, height: 180), fps: 30)
         compositor.start()
         compositor.setTemplate(CompositeTemplate(positions: [VideoTrackPositionInfo(track: camera, normalizedRect: .full)]))
         // Only the compositor and the recorder (weakly) hold the first output, as in the seed's

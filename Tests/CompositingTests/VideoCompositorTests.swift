@@ -8,7 +8,7 @@ import Wire
     let canvasSize = VideoSize(width: 640, height: 360)
 
     func runningCompositor() -> VideoCompositor {
-        let compositor = VideoCompositor(resolutionSize: canvasSize, fps: 30, background: Palette.background)
+        let compositor = VideoCompositor(canvasSize: canvasSize, fps: 30, background: Palette.background)
         compositor.start()
         return compositor
     }
@@ -166,7 +166,7 @@ import Wire
         let camera = VideoTrack(id: "phone")
         camera.rotation = .clockwise90
         camera.push(frame, now: clock.now())
-        let compositor = VideoCompositor(resolutionSize: VideoSize(width: 1280, height: 720), background: Palette.background)
+        let compositor = VideoCompositor(canvasSize: VideoSize(width: 1280, height: 720), background: Palette.background)
         compositor.start()
         // A tall rect, 256x720: the 720x1280 picture fits as 256x455, bars above and below.
         compositor.setTemplate(CompositeTemplate(positions: [
@@ -216,7 +216,7 @@ import Wire
     }
 
     @Test func outputTrackIsNilUntilStartAndNewOnEachStart() throws {
-        let compositor = VideoCompositor(resolutionSize: canvasSize)
+        let compositor = VideoCompositor(canvasSize: canvasSize)
         #expect(compositor.outputTrack == nil)
         #expect(!compositor.isRunning)
         compositor.tick(now: clock.now())  // stopped: draws nothing, does not trap
