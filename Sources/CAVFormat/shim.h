@@ -11,6 +11,7 @@
 #include <libavutil/log.h>
 #include <libavutil/mathematics.h>
 #include <libavutil/mem.h>
+#include <libavutil/pixdesc.h>
 
 static inline int tessera_AVERROR_EOF(void) { return AVERROR_EOF; }
 static inline int tessera_AVERROR_EAGAIN(void) { return AVERROR(EAGAIN); }

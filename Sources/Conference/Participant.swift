@@ -1,3 +1,4 @@
+import Media
 import SDP
 import Streams
 import Wire
@@ -26,6 +27,8 @@ public final class Participant {
     public internal(set) var audioMuted = false
     /// Its tile shows the placeholder.
     public internal(set) var videoMuted = false
+    /// Its camera's placeholder picture (`PUT …/placeholder`); nil: the room's placeholder colour.
+    public internal(set) var placeholderPicture: I420Frame?
     /// When its receive side next has RTCP to send (noted after each poll); nil while it is
     /// not secure.
     var rtcpDue: Instant?

@@ -255,6 +255,22 @@ public final class Room {
         return participant
     }
 
+    /// Shows `picture` in place of the participant's camera while it is muted, ended or stalled
+    /// (placed like the camera: fit or fill); nil goes back to the placeholder colour. A picture
+    /// larger than the canvas is scaled down to fit it once here, not at every tick.
+    @discardableResult
+    public func setPlaceholder(_ id: String, picture: I420Frame?) -> Bool {
+        guard let participant = participant(id: id), !participant.isViewer else { return false }
+        let canvas = compositor.canvasSize
+        participant.placeholderPicture = picture.map { picture in
+            guard picture.width > canvas.width || picture.height > canvas.height else { return picture }
+            let scale = min(Double(canvas.width) / Double(picture.width), Double(canvas.height) / Double(picture.height))
+            return picture.scaled(width: max(2, Int(Double(picture.width) * scale)), height: max(2, Int(Double(picture.height) * scale)))
+        }
+        applyLayout(publish: false)
+        return true
+    }
+
     /// Tells the mixer whom each participant does not hear and whose voice is muted.
     private func refreshHearing() {
         let byIdentity = Dictionary(participants.map { ($0.identity, $0.id) }, uniquingKeysWith: { first, _ in first })
@@ -320,7 +336,9 @@ public final class Room {
             let shown = track ?? VideoTrack(id: "\(position.participant)/\(position.source.rawValue)")
             return VideoTrackPositionInfo(track: shown, normalizedRect: position.rect, contentMode: position.contentMode,
                                           mirror: position.mirror ?? false, rotation: position.videoRotation,
-                                          placeholder: .color(Self.placeholderColor),
+                                          placeholder: position.source == .camera
+                                              ? participant?.placeholderPicture.map(TilePlaceholder.picture) ?? .color(Self.placeholderColor)
+                                              : .color(Self.placeholderColor),
                                           label: participant.map { $0.name ?? $0.identity } ?? position.participant,
                                           debugOverlay: description.showsDebugOverlay(position))
         }

@@ -88,6 +88,12 @@ public final class HostAPI: Sendable {
         Route("DELETE", "/v1/rooms/{room}/participants/{id}", grant: { path, _ in .participant(room: path.room, id: path.id) }) {
             api, _, path in api.leave(room: path.room, id: path.id)
         },
+        Route("PUT", "/v1/rooms/{room}/participants/{id}/placeholder", grant: { path, _ in .participant(room: path.room, id: path.id) }) {
+            api, request, path in api.setPlaceholder(room: path.room, id: path.id, request)
+        },
+        Route("DELETE", "/v1/rooms/{room}/participants/{id}/placeholder", grant: { path, _ in .participant(room: path.room, id: path.id) }) {
+            api, request, path in api.setPlaceholder(room: path.room, id: path.id, request, remove: true)
+        },
         Route("POST", "/v1/rooms/{room}/participants/{id}/subscriptions", grant: { path, _ in .participant(room: path.room, id: path.id) }) {
             api, request, path in api.addSubscription(room: path.room, id: path.id, request)
         },

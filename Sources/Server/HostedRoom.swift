@@ -165,6 +165,12 @@ final class HostedRoom {
         return room.patch(id, hear: hear, audioMuted: audioMuted, videoMuted: videoMuted)
     }
 
+    /// `PUT …/placeholder` (`Room.setPlaceholder`).
+    func setPlaceholder(_ id: String, picture: I420Frame?) -> Bool {
+        defer { carryOut() }
+        return room.setPlaceholder(id, picture: picture)
+    }
+
     /// `PUT …/layout` (`Room.setLayout`).
     func setLayout(_ layout: LayoutRequest) throws(JSONDocumentError) -> TemplateDescription {
         defer { carryOut() }

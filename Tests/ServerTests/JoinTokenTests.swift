@@ -112,6 +112,8 @@ import Testing
             ("POST", "/v1/rooms/r/participants?identity=alice", .participant),
             ("PATCH", "/v1/rooms/r/participants/\(alice)", .participant), ("DELETE", "/v1/rooms/r/participants/\(alice)", .participant),
             ("POST", "/v1/rooms/r/participants/\(alice)/subscriptions", .participant),
+            ("PUT", "/v1/rooms/r/participants/\(alice)/placeholder", .participant),
+            ("DELETE", "/v1/rooms/r/participants/\(alice)/placeholder", .participant),
             ("DELETE", "/v1/rooms/r/participants/\(alice)/subscriptions/bob/camera", .participant),
         ]
         #expect(Set(routes.map(\.method)).count >= 4 && routes.count == HostAPI.routes.count, "a row for every route of HostAPI.routes")

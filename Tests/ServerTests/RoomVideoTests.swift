@@ -7,6 +7,7 @@ import Conference
 import Testing
 import Transport
 import Wire
+import WireTesting
 @testable import Server
 
 /// The room composite end to end over real UDP on 127.0.0.1: three participants join with
@@ -123,6 +124,23 @@ import Wire
         let noTrack = try http.send("POST", "/v1/rooms/r/viewers?participant=zed&source=camera", headers: ["Content-Type": "application/sdp"],
                                     body: a.client.offer().serializedBytes())
         #expect(noTrack.status == 404, "\(noTrack.text)")
+
+        // b's placeholder picture (a PNG), shown while its camera is muted; the colour again after.
+        let yellow = YUVColor(red: 230, green: 220, blue: 20)
+        let bLocation = try #require(b.client.answer?.location)
+        let png = try stillPicture(codec: "png", pixelFormat: "rgb24", rgb: "E6DC14", width: 160, height: 90)
+        let putPicture = try http.send("PUT", bLocation + "/placeholder", headers: ["Content-Type": "image/png"], body: png)
+        #expect(putPicture.status == 204, "\(putPicture.text)")
+        #expect(try http.send("PUT", bLocation + "/placeholder", headers: ["Content-Type": "image/png"], body: Array("not a picture".utf8)).status == 415)
+        #expect(try http.send("PUT", bLocation + "/placeholder", headers: ["Content-Type": "image/png"], body: Array(png.prefix(40))).status == 400)
+        let mute = try http.send("PATCH", bLocation, headers: ["Content-Type": "application/json"], body: Array(#"{"muted": {"video": true}}"#.utf8))
+        #expect(mute.status == 200)
+        let placeholderShown = try run(participants, watching: [a], until: [(x: 0.75, y: 0.25, colour: yellow), (x: 0.25, y: 0.25, colour: a.colour)],
+                                       timeout: .seconds(3))
+        #expect(placeholderShown != nil, "b muted: \(a.describe([(0.75, 0.25)]))")
+        _ = try http.send("PATCH", bLocation, headers: ["Content-Type": "application/json"], body: Array(#"{"muted": {"video": false}}"#.utf8))
+        #expect(try run(participants, watching: [a], until: grid3, timeout: .seconds(3)) != nil, "b unmuted: \(a.describe([(0.75, 0.25)]))")
+        #expect(try http.send("DELETE", bLocation + "/placeholder").status == 204)
 
         // A custom template swaps a and b.
         let swapped = #"""

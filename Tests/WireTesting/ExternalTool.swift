@@ -14,3 +14,10 @@ public func runTool(_ tool: String, _ arguments: [String]) throws -> Data {
     process.waitUntilExit()
     return data
 }
+
+/// A still picture of one colour (`rgb` as `RRGGBB`), made by the ffmpeg CLI: `codec` `png` or
+/// `mjpeg`, in `pixelFormat` (rgb24, rgba, pal8, gray, yuvj420p, yuvj444p, rgb48be, …).
+public func stillPicture(codec: String, pixelFormat: String, rgb: String, width: Int, height: Int) throws -> [UInt8] {
+    [UInt8](try runTool("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "color=c=0x\(rgb):s=\(width)x\(height)", "-frames:v", "1",
+                                   "-pix_fmt", pixelFormat, "-c:v", codec, "-f", "image2pipe", "-"]))
+}

@@ -1,6 +1,7 @@
 import Compositing
 import Conference
 import Foundation
+import Media
 import SDP
 import Sockets
 import Transport
@@ -135,6 +136,23 @@ extension HostAPI {
         }
         guard let summary = summary ?? nil else { return .error(404, "not found", detail: "no participant \(id) in room \(room)") }
         return .json(200, summary)
+    }
+
+    /// `PUT …/placeholder`: a PNG or JPEG shown in place of the participant's camera while it is
+    /// muted, ended or stalled; `DELETE` goes back to the placeholder colour. The picture is
+    /// decoded here, on the HTTP thread, never on the media loop. 204; 415 for what is not a PNG
+    /// or JPEG, 400 for one that cannot be decoded or is over 4096×4096.
+    func setPlaceholder(room: String, id: String, _ request: HTTPRequest, remove: Bool = false) -> HTTPResponse {
+        var picture: I420Frame?
+        if !remove {
+            do { picture = try StillImage.decode(request.body) } catch {
+                if error == .unsupportedFormat { return .error(415, "not a picture", detail: "send a PNG or JPEG (image/png, image/jpeg)") }
+                return .error(400, "bad picture", detail: error.description)
+            }
+        }
+        let rooms = self.rooms, shown = picture
+        let done = (try? media.runOnLoop { rooms.value.hosting(room: room, id: id)?.setPlaceholder(id, picture: shown) ?? false }) ?? false
+        return done ? HTTPResponse(status: 204) : .error(404, "not found", detail: "no participant \(id) in room \(room)")
     }
 
     func participantExists(room: String, id: String) -> Bool {
