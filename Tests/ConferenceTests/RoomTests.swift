@@ -100,6 +100,32 @@ import WireTesting
         expectSees(phone, [(x: 0.2, y: 0.5, colour: white), (x: 0.8, y: 0.5, colour: Self.red)])
     }
 
+    /// A template that changes the canvas's size and frame rate while the room runs: the
+    /// receivers decode the composite at the new size and rate (the encoder restarts at the new
+    /// size with a key frame), and back at the preset's.
+    @Test func theCanvasSizeAndFrameRateChangeWhileRunning() throws {
+        let (harness, a, _, _) = try threeInARoom()
+        try harness.run(for: .seconds(1))
+        let small = TemplateDescription(canvas: .init(width: 240, height: 144, fps: 10), positions: [
+            .init(participant: "a", rect: NormalizedRect(x: 0, y: 0, width: 1, height: 1)),
+        ])
+        try harness.room.setLayout(.custom(small))
+        try harness.run(for: .milliseconds(500))
+        let before = a.picturesDecoded
+        try harness.run(for: .seconds(2))
+        #expect(a.latest.map { ($0.width, $0.height) } ?? (0, 0) == (240, 144))
+        #expect((17...21).contains(a.picturesDecoded - before), "\(a.picturesDecoded - before) pictures in 2 s at 10 fps")
+        expectSees(a, [(x: 0.5, y: 0.5, colour: Self.red)])
+
+        try harness.room.setLayout(.preset(.grid))
+        try harness.run(for: .milliseconds(500))
+        let again = a.picturesDecoded
+        try harness.run(for: .seconds(2))
+        #expect(a.latest.map { ($0.width, $0.height) } ?? (0, 0) == (RoomHarness.canvas.width, RoomHarness.canvas.height))
+        #expect((27...31).contains(a.picturesDecoded - again), "\(a.picturesDecoded - again) pictures in 2 s at 15 fps")
+        expectSees(a, Self.grid3(Self.red, Self.green, Self.blue))
+    }
+
     @Test func aTemplateSwapMovesTheColoursAndALeaverShowsItsPlaceholder() throws {
         let (harness, a, b, c) = try threeInARoom()
         try harness.run(for: .seconds(1))
