@@ -28,9 +28,10 @@ after everyone is connected:
   iceRestart  then the page restarts ICE as it does after a failure (PATCH with an offer with new
               credentials): the host answers with new credentials, the checks with them are
               answered, and the composite goes on, on the same connection
-  mLines      then the page adds a second video m-line sending a test pattern (as a screen share
-              does) by renegotiation: the host answers it and says trackPublished screen; the page
-              stops it by renegotiation: the host answers it stopped (port 0) and says trackEnded
+  mLines      then the page adds a second video m-line sending a yellow picture (a screen share)
+              by renegotiation: the host answers it and says trackPublished screen, and the page's
+              composite shows it in the grid's main tile; the page stops it by renegotiation: the
+              host answers it stopped (port 0), says trackEnded, and the main tile is given back
   rejoin      then the host forgets the page's session (DELETE, as a restarted host would) and the
               page recovers as after a failed connection: its ICE restart is refused, it joins
               again on a new connection, and the composite is decoded there
@@ -314,10 +315,10 @@ async def scenario(args, dev, peers, out, checks, t_start):
         and restart.get("hostUfragChanged") and restart["after"]["responses"] > restart["before"]["responses"] \
         and restart["after"]["frames"] > restart["before"]["frames"] + 30
     checks["iceRestart"] = None if ok else "the ICE restart did not carry on: %r" % (restart,)
-    added = await ev("tessera.addAndStopVideo()", 20)
+    added = await ev("tessera.addAndStopVideo()", 30)
     out["mLines"] = added
-    ok = added and not added.get("error") and added.get("published") and added.get("answeredStopped") \
-        and added.get("ended") and added.get("connection") == "connected"
+    ok = added and not added.get("error") and added.get("published") and added.get("shownInMainTile") \
+        and added.get("answeredStopped") and added.get("ended") and added.get("tileGivenBack") and added.get("connection") == "connected"
     checks["mLines"] = None if ok else "adding and stopping a video m-line: %r" % (added,)
     rejoin = await ev("tessera.rejoinAfterLostSession()", 30)
     out["rejoin"] = rejoin

@@ -328,16 +328,23 @@ async function restartIce() {
            hostUfragChanged: state.pc?.remoteDescription?.sdp.match(/a=ice-ufrag:(\S+)/)?.[1] !== ufrag };
 }
 
-// For tests: a second video m-line added by renegotiation and sent (a test pattern, as a screen
-// share would be), then stopped by renegotiation; what the answers and the host's events said.
+// For tests: a second video m-line added by renegotiation and sent (a yellow picture, as a screen
+// share would be), then stopped by renegotiation; what the answers and the host's events said,
+// and whether the composite's main tile showed the share and then gave it back.
 async function addAndStopVideo(ms = 5000) {
   const pc = state.pc, identity = $("identity").value.trim();
   const canvas = Object.assign(document.createElement("canvas"), { width: 320, height: 180 });
   const context = canvas.getContext("2d");
+  const yellow = [230, 220, 20];
   const paint = setInterval(() => {
-    context.fillStyle = `hsl(${Math.floor(Date.now() / 10) % 360} 80% 50%)`;
+    context.fillStyle = `rgb(${yellow.join(",")})`;
     context.fillRect(0, 0, canvas.width, canvas.height);
   }, 50);
+  // The presets' main tile: the top three quarters of the canvas.
+  const mainTileIsYellow = () => {
+    const seen = colourAt(0.5, 0.35);
+    return !!seen && seen.rgb.every((value, channel) => Math.abs(value - yellow[channel]) <= 60);
+  };
   const track = canvas.captureStream(15).getVideoTracks()[0];
   const said = (type) => state.received.some((e) => e.type === type && e.identity === identity && e.source === "screen");
   const result = {};
@@ -346,10 +353,14 @@ async function addAndStopVideo(ms = 5000) {
     await renegotiate(pc);
     result.mid = transceiver.mid;
     result.published = await waitFor(() => said("trackPublished"), ms);
+    result.shownInMainTile = await waitFor(mainTileIsYellow, ms);
+    result.mainTileWhileShared = colourAt(0.5, 0.35)?.hex;
     transceiver.stop();
     await renegotiate(pc);
     result.answeredStopped = pc.remoteDescription.sdp.split("\r\nm=").some((m) => m.startsWith(`video 0 `) && m.includes(`a=mid:${result.mid}\r\n`));
     result.ended = await waitFor(() => said("trackEnded"), ms);
+    result.tileGivenBack = await waitFor(() => !mainTileIsYellow(), ms);
+    result.mainTileAfter = colourAt(0.5, 0.35)?.hex;
   } catch (error) {
     result.error = error.message;
   } finally {
