@@ -257,6 +257,11 @@ import WireTesting
         }
         #expect(harness.events.contains { $0.type == .trackPublished && $0.identity == "b" && $0.source == "screen" })
         #expect(harness.events.contains { $0.type == .trackRendering && $0.identity == "b" && $0.source == "screen" })
+        // The speaker preset shows the share the same way (not the active speaker's camera).
+        try harness.room.setLayout(.preset(.speaker))
+        try harness.run(for: .milliseconds(500))
+        expectSees(a, [(x: 0.5, y: 0.35, colour: white), (x: 0.25, y: 0.875, colour: Self.red), (x: 0.5, y: 0.875, colour: Self.green)])
+        try harness.room.setLayout(.preset(.grid))
 
         b.sharesScreen = false
         try harness.run(for: .seconds(3))
