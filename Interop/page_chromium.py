@@ -32,6 +32,8 @@ after everyone is connected:
               by renegotiation: the host answers it and says trackPublished screen, and the page's
               composite shows it in the grid's main tile; the page stops it by renegotiation: the
               host answers it stopped (port 0), says trackEnded, and the main tile is given back
+  senderMute  then the page disables its camera track (Chromium sends black frames) and enables it
+              again: the host says trackMuted and trackUnmuted ("sender muted", "sender unmuted")
   rejoin      then the host forgets the page's session (DELETE, as a restarted host would) and the
               page recovers as after a failed connection: its ICE restart is refused, it joins
               again on a new connection, and the composite is decoded there
@@ -320,6 +322,10 @@ async def scenario(args, dev, peers, out, checks, t_start):
     ok = added and not added.get("error") and added.get("published") and added.get("shownInMainTile") \
         and added.get("answeredStopped") and added.get("ended") and added.get("tileGivenBack") and added.get("connection") == "connected"
     checks["mLines"] = None if ok else "adding and stopping a video m-line: %r" % (added,)
+    muted = await ev("tessera.muteCameraBySender()", 20)
+    out["senderMute"] = muted
+    ok = muted and muted.get("muted") and muted.get("unmuted")
+    checks["senderMute"] = None if ok else "the page's camera disabled and enabled again (black frames): %r" % (muted,)
     rejoin = await ev("tessera.rejoinAfterLostSession()", 30)
     out["rejoin"] = rejoin
     ok = rejoin and rejoin.get("rejoined") and rejoin.get("newSession") and rejoin["after"] > rejoin["before"] + 30

@@ -89,6 +89,17 @@ public final class ParticipantInbound {
     /// Whether the camera's section does not send now (turned off by renegotiation): its tile
     /// shows the placeholder, as for a camera muted by `PATCH`.
     public private(set) var cameraPaused = false
+    /// Whether the sender muted its camera itself: for `senderMuteDelay` it sent only mute
+    /// frames (`I420Frame.isMuteBlack`: a browser's disabled track). A picture that is not one
+    /// unmutes it.
+    public private(set) var cameraMutedBySender = false
+    /// Since when the camera's pictures have all been mute frames.
+    private var muteFramesSince: Instant?
+    /// How long only mute frames must come before the camera counts as muted by its sender (a
+    /// camera fading to black, a single dark frame, mute nothing).
+    public static let senderMuteDelay: Duration = .seconds(1)
+    /// Whether the camera is muted by the media (renegotiation or its sender), for its tile.
+    public var cameraMutedByMedia: Bool { cameraPaused || cameraMutedBySender }
 
     /// Takes a renegotiated session (`PATCH` with an SDP offer): sections it added are received,
     /// sections it stopped (port 0) are forgotten, and a camera section that stops or resumes
@@ -117,6 +128,8 @@ public final class ParticipantInbound {
             if section.mid == cameraMid {
                 cameraMid = nil
                 cameraPaused = false
+                cameraMutedBySender = false
+                muteFramesSince = nil
                 result.cameraPaused = nil
                 videoReceiver = nil
                 cameraSSRC = nil
@@ -187,6 +200,8 @@ public final class ParticipantInbound {
     /// What the room does with an arriving packet beyond decoding it.
     public struct Reception {
         public var notice: Notice?
+        /// The sender muted (true) or unmuted (false) its camera with this packet's picture.
+        public var cameraMutedBySender: Bool?
         /// A camera or screen packet (RTX unwrapped, duplicates gone), for its subscribers.
         public var video: (source: VideoSource, packet: RTPPacket)?
     }
@@ -231,6 +246,7 @@ public final class ParticipantInbound {
             let began = ContinuousClock.now
             let pictures = videoReceiver.receive(media, now: now)
             decodeTime += ContinuousClock.now - began
+            reception.cameraMutedBySender = noteMuteFrames(pictures, now: now)
             take(pictures, now: now, wasWaiting: wasWaiting)
         }
         if section.mid == screenMid, let screenReceiver {
@@ -250,6 +266,24 @@ public final class ParticipantInbound {
             || (section.mid == screenMid && screenReceiver == nil)
         reception.notice = undecodable ? .undecodable(source: source(of: section)) : .published(source: source(of: section))
         return reception
+    }
+
+    /// Follows the sender's own mute: true when only mute frames have come for
+    /// `senderMuteDelay`, false at the first picture that is not one after that; nil when
+    /// nothing changed.
+    private func noteMuteFrames(_ pictures: [I420Frame], now: Instant) -> Bool? {
+        guard !pictures.isEmpty else { return nil }
+        if pictures.contains(where: { !$0.isMuteBlack }) {
+            muteFramesSince = nil
+            guard cameraMutedBySender else { return nil }
+            cameraMutedBySender = false
+            return false
+        }
+        let since = muteFramesSince ?? now
+        muteFramesSince = since
+        guard !cameraMutedBySender, now - since >= Self.senderMuteDelay else { return nil }
+        cameraMutedBySender = true
+        return true
     }
 
     /// Which video track the section of `mid` carries, if any.

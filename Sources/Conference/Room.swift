@@ -156,7 +156,7 @@ public final class Room {
         }
         if let paused = changes.cameraPaused {
             // A camera turned off (or on) by its m-line's direction: muted as by PATCH.
-            participant.inbound.cameraTrack.isMuted = paused || participant.videoMuted
+            participant.inbound.cameraTrack.isMuted = participant.inbound.cameraMutedByMedia || participant.videoMuted
             emit(.event(RoomEvent(paused ? .trackMuted : .trackUnmuted, room: name, participant: id, identity: participant.identity,
                                   source: "camera", reason: paused ? "m-line not sending" : "m-line sending")))
             if !paused { restartForwarding(of: TrackReference(participant: id, source: .camera)) }
@@ -171,7 +171,7 @@ public final class Room {
         mixer.add(id, receiver: participant.inbound.audioReceiver, listens: participant.outbound.receivesAudio)
         refreshHearing()
         if participant.inbound.cameraTrack !== camera {
-            participant.inbound.cameraTrack.isMuted = participant.videoMuted
+            participant.inbound.cameraTrack.isMuted = participant.videoMuted || participant.inbound.cameraMutedByMedia
             applyLayout(publish: false)
         }
         serviceRTCP(participant, now: now)
@@ -244,7 +244,7 @@ public final class Room {
                 participant.audioMuted = muted
             } else {
                 participant.videoMuted = muted
-                participant.inbound.cameraTrack.isMuted = muted || participant.inbound.cameraPaused  // its tile shows the placeholder
+                participant.inbound.cameraTrack.isMuted = muted || participant.inbound.cameraMutedByMedia  // its tile shows the placeholder
                 // Its subscribers get nothing while muted, and start again at a key frame.
                 if !muted { restartForwarding(of: TrackReference(participant: id, source: .camera)) }
             }
@@ -352,6 +352,13 @@ public final class Room {
     public func receiveRTP(_ bytes: [UInt8], from id: String, now: Instant) {
         guard let participant = participant(id: id) else { return }
         let reception = participant.inbound.receiveRTP(bytes, now: now)
+        if let muted = reception.cameraMutedBySender {
+            // The sender muted its camera itself (a browser's disabled track sends black): its
+            // tile shows the placeholder until a picture comes.
+            participant.inbound.cameraTrack.isMuted = participant.inbound.cameraMutedByMedia || participant.videoMuted
+            emit(.event(RoomEvent(muted ? .trackMuted : .trackUnmuted, room: name, participant: id, identity: participant.identity,
+                                  source: "camera", reason: muted ? "sender muted" : "sender unmuted")))
+        }
         if let (source, packet) = reception.video {
             forward(packet, of: TrackReference(participant: id, source: source), from: participant, now: now)
         }

@@ -134,6 +134,20 @@ public struct I420Frame: Sendable, Equatable {
                         v: data[lumaSize + chromaSize + cy * chromaWidth + cx])
     }
 
+    /// Whether the picture is a sender's mute frame: black below video black (Y ≤ 4, grey
+    /// chroma) at each point of an 8×8 grid. What a browser sends for a disabled track
+    /// (`track.enabled = false`: WebRTC's frames of Y 0); a camera's limited-range pictures
+    /// never go under 16, even in the dark.
+    public var isMuteBlack: Bool {
+        for row in 0..<8 {
+            for column in 0..<8 {
+                let seen = pixel(x: (2 * column + 1) * width / 16, y: (2 * row + 1) * height / 16)
+                if seen.y > 4 || abs(Int(seen.u) - 128) > 4 || abs(Int(seen.v) - 128) > 4 { return false }
+            }
+        }
+        return true
+    }
+
     /// Fills `rect` (clipped, aligned to even pixels) with `color` (libyuv I420Rect).
     public mutating func fill(_ rect: PixelRect, with color: YUVColor) {
         let area = rect.clipped(to: bounds).evenAligned(within: bounds)

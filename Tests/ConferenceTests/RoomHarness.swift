@@ -235,6 +235,9 @@ final class MemoryPeer {
     /// The forwarded streams' RTX SSRCs, to their media SSRCs.
     private var forwardedRTX: [SSRC: SSRC] = [:]
 
+    /// Sends a browser's mute frames (black of Y 0, as for a disabled track) while set.
+    var sendsMuteFrames = false
+
     /// Sends no camera while false (its camera m-line is stopped, or its camera just stops).
     var sendsVideo = true
     /// When set, its camera is a phone's turned on its side: the picture's left half is its
@@ -257,7 +260,8 @@ final class MemoryPeer {
     /// One picture of its colour, packetized, each packet remembered for RTX.
     func sendVideo(now: Instant) throws {
         guard sends, sendsVideo else { return }
-        var picture = I420Frame(width: Self.cameraSize.width, height: Self.cameraSize.height, color: colour, timestamp: now)
+        var picture = I420Frame(width: Self.cameraSize.width, height: Self.cameraSize.height,
+                                color: sendsMuteFrames ? YUVColor(y: 0, u: 128, v: 128) : colour, timestamp: now)
         let orientationID = negotiated.media.first { $0.kind == .video }?.headerExtensions
             .first { $0.uri == HeaderExtensionURI.videoOrientation.rawValue }.map { UInt8($0.id) }
         if orientation != nil {

@@ -213,6 +213,24 @@ import WireTesting
         #expect(camera.first?.reason == "m-line not sending")
     }
 
+    /// A sender that mutes its camera itself (a browser's disabled track sends black frames of
+    /// Y 0): after a second of them `trackMuted` ("sender muted") and its tile shows the
+    /// placeholder; its first real picture unmutes it.
+    @Test func aCameraMutedByItsSenderShowsThePlaceholder() throws {
+        let (harness, a, b, _) = try threeInARoom()
+        try harness.run(for: .seconds(1))
+        b.sendsMuteFrames = true
+        try harness.run(for: .milliseconds(700))
+        #expect(!harness.events.contains { $0.type == .trackMuted }, "not before a second of mute frames")
+        try harness.run(for: .seconds(1))
+        expectSees(a, [(x: 0.75, y: 0.25, colour: Room.placeholderColor), (x: 0.25, y: 0.25, colour: Self.red)])
+        b.sendsMuteFrames = false
+        try harness.run(for: .seconds(1))
+        expectSees(a, Self.grid3(Self.red, Self.green, Self.blue))
+        let camera = harness.events.filter { $0.identity == "b" && [.trackMuted, .trackUnmuted].contains($0.type) }
+        #expect(camera.map(\.type) == [.trackMuted, .trackUnmuted] && camera.map(\.reason) == ["sender muted", "sender unmuted"])
+    }
+
     /// Renegotiation as a browser does it: b stops its camera's m-line (port 0), so its camera
     /// ends, its tile shows the placeholder, and it is sent no composite, while its voice and mix
     /// go on; then it adds a camera m-line back (a new mid), and its colour and composite return.

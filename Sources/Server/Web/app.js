@@ -340,9 +340,10 @@ async function addAndStopVideo(ms = 5000) {
     context.fillStyle = `rgb(${yellow.join(",")})`;
     context.fillRect(0, 0, canvas.width, canvas.height);
   }, 50);
-  // The presets' main tile: the top three quarters of the canvas.
+  // In the presets' main tile (the top three quarters of the canvas; the share is fitted in
+  // it) and, once it is given back, in the grid's first tile (not on a border between tiles).
   const mainTileIsYellow = () => {
-    const seen = colourAt(0.5, 0.35);
+    const seen = colourAt(0.3, 0.35);
     return !!seen && seen.rgb.every((value, channel) => Math.abs(value - yellow[channel]) <= 60);
   };
   const track = canvas.captureStream(15).getVideoTracks()[0];
@@ -354,13 +355,13 @@ async function addAndStopVideo(ms = 5000) {
     result.mid = transceiver.mid;
     result.published = await waitFor(() => said("trackPublished"), ms);
     result.shownInMainTile = await waitFor(mainTileIsYellow, ms);
-    result.mainTileWhileShared = colourAt(0.5, 0.35)?.hex;
+    result.mainTileWhileShared = colourAt(0.3, 0.35)?.hex;
     transceiver.stop();
     await renegotiate(pc);
     result.answeredStopped = pc.remoteDescription.sdp.split("\r\nm=").some((m) => m.startsWith(`video 0 `) && m.includes(`a=mid:${result.mid}\r\n`));
     result.ended = await waitFor(() => said("trackEnded"), ms);
     result.tileGivenBack = await waitFor(() => !mainTileIsYellow(), ms);
-    result.mainTileAfter = colourAt(0.5, 0.35)?.hex;
+    result.mainTileAfter = colourAt(0.3, 0.35)?.hex;
   } catch (error) {
     result.error = error.message;
   } finally {
@@ -369,6 +370,21 @@ async function addAndStopVideo(ms = 5000) {
   }
   result.connection = pc.connectionState;
   return result;
+}
+
+// For tests: the camera muted by the browser itself (its track disabled: black frames go out),
+// then enabled again; whether the host said trackMuted and trackUnmuted for it.
+async function muteCameraBySender(ms = 6000) {
+  const identity = $("identity").value.trim();
+  const camera = $("self").srcObject?.getVideoTracks()[0];
+  if (!camera) return { error: "no camera" };
+  const said = (type) => state.received.some((e) => e.type === type && e.identity === identity && e.source === "camera"
+                                             && e.reason?.startsWith("sender"));
+  camera.enabled = false;
+  const muted = await waitFor(() => said("trackMuted"), ms);
+  camera.enabled = true;
+  const unmuted = await waitFor(() => said("trackUnmuted"), ms);
+  return { muted, unmuted, connection: state.pc?.connectionState };
 }
 
 // For tests: the host forgets this session (as a host that restarted would), then the page
@@ -390,7 +406,7 @@ async function rejoinAfterLostSession(ms = 15000) {
            status: $("status").textContent, before, after: await frames() };
 }
 
-window.tessera = { selfCheck, toneLevels, colourAt, restartIce, addAndStopVideo, rejoinAfterLostSession };
+window.tessera = { selfCheck, toneLevels, colourAt, restartIce, addAndStopVideo, muteCameraBySender, rejoinAfterLostSession };
 
 $("join").addEventListener("submit", join);
 $("leaveButton").addEventListener("click", leave);
