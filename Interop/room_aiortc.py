@@ -452,6 +452,12 @@ async def scenario(args, peers, out):
 
     # --- 4. one participant's camera on its own: a viewer, and a subscription in carol's session
     out["subscribe"] = res = {}
+    async def sees_alice(sink, since, key, what):
+        """None once `sink` decodes alice's camera as sent (bounded at 8 s), else why not."""
+        ok, _, detail, data = await wait_for(lambda: judge_track(sink, since, "alice"), 8, interval=0.02)
+        res[key + "MsPostToFirstFrame"], res[key + "Seen"] = E.ms(since, sink.t_first), data
+        return None if ok else "%s 8 s after its POST: %s" % (what, detail)
+
     viewers = []
     alice_view, _, t_post, err = await view_track(args, "alice", viewers)
     bob_view, bob_view_location, _, err_bob = await view_track(args, "bob", viewers)
@@ -460,11 +466,7 @@ async def scenario(args, peers, out):
     if err or err_bob:
         c["subscribe"] = err or err_bob
     else:
-        ok, secs, detail, data = await wait_for(lambda: judge_track(alice_view, t_post, "alice"), 8, interval=0.02)
-        res["viewerMsPostToFirstFrame"] = E.ms(t_post, alice_view.t_first)
-        res["viewerSeen"] = data
-        if not ok:
-            c["subscribe"] = "the viewer of alice's camera 8 s after its POST: %s" % detail
+        c["subscribe"] = await sees_alice(alice_view, t_post, "viewer", "the viewer of alice's camera")
     if c.get("subscribe") is None:
         sink, mid, err = await add_receiver(C)
         subscriptions = C.location + "/subscriptions"
@@ -478,11 +480,7 @@ async def scenario(args, peers, out):
             if status != 200 or answered.get("count") != 1 or answered.get("mid") != mid:
                 c["subscribe"] = "carol's subscription: want 200 with count 1 on mid %s, got %s: %s" % (mid, status, body[:300])
             else:
-                ok, secs, detail, data = await wait_for(lambda: judge_track(sink, t0, "alice"), 8, interval=0.02)
-                res["subscriptionMsPostToFirstFrame"] = E.ms(t0, sink.t_first)
-                res["subscriptionSeen"] = data
-                if not ok:
-                    c["subscribe"] = "carol's subscribed m-line 8 s after the POST: %s" % detail
+                c["subscribe"] = await sees_alice(sink, t0, "subscription", "carol's subscribed m-line")
             if c.get("subscribe") is None:
                 status, body = await ahttp("POST", subscriptions, {"participant": "alice", "source": "camera"})
                 again = json.loads(body) if status == 200 else {}
