@@ -49,6 +49,12 @@ public final class Participant {
                                        forwardsOnly: forwardsOnly, now: now)
     }
 
+    /// Its camera's tile shows the placeholder while it is muted by PATCH or by the media
+    /// (renegotiation, or its sender's own mute).
+    func refreshCameraMute() {
+        inbound.cameraTrack.isMuted = videoMuted || inbound.cameraMutedByMedia
+    }
+
     /// Whether it can be sent the composite now (it is secure, and its video is not paused).
     var receivesVideoNow: Bool { state == .secure && outbound.receivesVideo && outbound.wantedVideoEncoding != nil }
 

@@ -110,16 +110,8 @@ public struct ParticipantOutbound {
         if let section = videoSection, let host = section.hostSender, videoOut?.ssrc.rawValue != host.ssrc {
             let out = (ssrc: SSRC(rawValue: host.ssrc), payloadType: section.codecPayloadType,
                        sequenceNumber: UInt16.random(in: 0...UInt16.max, using: &generator))
-            var configuration = RTPSendStream.Configuration(ssrc: out.ssrc, clockRate: 90_000)
-            // RFC 4588: resends on the RTX stream when the section negotiated one.
-            if let rtxSSRC = host.rtxSSRC, let rtxPayloadType = section.rtxPayloadType {
-                configuration.rtx = RTXConfiguration(ssrc: SSRC(rawValue: rtxSSRC), payloadType: rtxPayloadType,
-                                                     associatedPayloadType: out.payloadType)
-            }
-            configuration.retransmission = Self.retransmission
-            configuration.retransmission.maxBytesPerSecond = Self.retransmissionBudget(bitrate: room.bitrate)
             videoOut = out
-            videoStream = RTPSendStream(configuration: configuration, clock: wallClock,
+            videoStream = RTPSendStream(configuration: Self.videoStream(section, host, bitrate: room.bitrate), clock: wallClock,
                                         firstRTXSequenceNumber: .random(in: 0...UInt16.max, using: &generator))
             chooser = CompositeEncodingChooser(hostVideo: out.ssrc, mainBitrate: room.bitrate, lowBitrate: room.lowBitrate,
                                                smallBitrate: room.smallBitrate)
@@ -144,25 +136,31 @@ public struct ParticipantOutbound {
             guard let host = section.hostSender else { return nil }
             if let kept = before[section.mid], kept.ssrc.rawValue == host.ssrc { return kept }
             let ssrc = SSRC(rawValue: host.ssrc)
-            var configuration = RTPSendStream.Configuration(ssrc: ssrc, clockRate: 90_000)
-            if let rtxSSRC = host.rtxSSRC, let rtxPayloadType = section.rtxPayloadType {
-                configuration.rtx = RTXConfiguration(ssrc: SSRC(rawValue: rtxSSRC), payloadType: rtxPayloadType,
-                                                     associatedPayloadType: section.codecPayloadType)
-            }
-            // A participant's camera at up to 2.5 Mbit/s: its resends get the composite's share.
-            configuration.retransmission = Self.retransmission
-            configuration.retransmission.maxBytesPerSecond = Self.retransmissionBudget(bitrate: Self.forwardedBitrate)
             let forwarder = RTPForwarder(ssrc: ssrc, payloadType: section.codecPayloadType,
                                          firstSequenceNumber: .random(in: 0...UInt16.max, using: &generator),
                                          firstTimestamp: .random(in: 0...UInt32.max, using: &generator), now: now)
             return ForwardingSlot(mid: section.mid, forwarder: forwarder,
-                                  stream: RTPSendStream(configuration: configuration, clock: wallClock,
+                                  stream: RTPSendStream(configuration: Self.videoStream(section, host, bitrate: Self.forwardedBitrate),
+                                                        clock: wallClock,
                                                         firstRTXSequenceNumber: .random(in: 0...UInt16.max, using: &generator)))
         }
     }
 
-    /// The bit rate a forwarded track's resend budget is reckoned on.
+    /// The bit rate a forwarded track's resend budget is reckoned on: a camera at up to 2.5 Mbit/s.
     static let forwardedBitrate = 2_500_000
+
+    /// A video stream the host sends on `section`: RTX when the section negotiated it (RFC
+    /// 4588), a history for NACKs whose resends get `retransmissionShare` of `bitrate`.
+    private static func videoStream(_ section: InboundSections.Section, _ host: HostSender, bitrate: Int) -> RTPSendStream.Configuration {
+        var configuration = RTPSendStream.Configuration(ssrc: SSRC(rawValue: host.ssrc), clockRate: 90_000)
+        if let rtxSSRC = host.rtxSSRC, let rtxPayloadType = section.rtxPayloadType {
+            configuration.rtx = RTXConfiguration(ssrc: SSRC(rawValue: rtxSSRC), payloadType: rtxPayloadType,
+                                                 associatedPayloadType: section.codecPayloadType)
+        }
+        configuration.retransmission = retransmission
+        configuration.retransmission.maxBytesPerSecond = retransmissionBudget(bitrate: bitrate)
+        return configuration
+    }
 
     /// Binds `track` to the slot at `index` (one more subscription), or raises its count when it
     /// carries it already; a newly bound slot waits for the track's next key frame.

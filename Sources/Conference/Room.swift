@@ -156,9 +156,7 @@ public final class Room {
         }
         if let paused = changes.cameraPaused {
             // A camera turned off (or on) by its m-line's direction: muted as by PATCH.
-            participant.inbound.cameraTrack.isMuted = participant.inbound.cameraMutedByMedia || participant.videoMuted
-            emit(.event(RoomEvent(paused ? .trackMuted : .trackUnmuted, room: name, participant: id, identity: participant.identity,
-                                  source: "camera", reason: paused ? "m-line not sending" : "m-line sending")))
+            cameraMutedByMedia(participant, paused, reason: paused ? "m-line not sending" : "m-line sending")
             if !paused { restartForwarding(of: TrackReference(participant: id, source: .camera)) }
         }
         startFailures += participant.inbound.startFailures.dropFirst(failuresKnown)
@@ -171,7 +169,7 @@ public final class Room {
         mixer.add(id, receiver: participant.inbound.audioReceiver, listens: participant.outbound.receivesAudio)
         refreshHearing()
         if participant.inbound.cameraTrack !== camera {
-            participant.inbound.cameraTrack.isMuted = participant.videoMuted || participant.inbound.cameraMutedByMedia
+            participant.refreshCameraMute()
             applyLayout(publish: false)
         }
         serviceRTCP(participant, now: now)
@@ -244,7 +242,7 @@ public final class Room {
                 participant.audioMuted = muted
             } else {
                 participant.videoMuted = muted
-                participant.inbound.cameraTrack.isMuted = muted || participant.inbound.cameraMutedByMedia  // its tile shows the placeholder
+                participant.refreshCameraMute()  // its tile shows the placeholder
                 // Its subscribers get nothing while muted, and start again at a key frame.
                 if !muted { restartForwarding(of: TrackReference(participant: id, source: .camera)) }
             }
@@ -253,6 +251,14 @@ public final class Room {
         }
         refreshHearing()
         return participant
+    }
+
+    /// The media muted or unmuted a participant's camera (not PATCH): its tile follows, and
+    /// `trackMuted` or `trackUnmuted` says why.
+    private func cameraMutedByMedia(_ participant: Participant, _ muted: Bool, reason: String) {
+        participant.refreshCameraMute()
+        emit(.event(RoomEvent(muted ? .trackMuted : .trackUnmuted, room: name, participant: participant.id, identity: participant.identity,
+                              source: "camera", reason: reason)))
     }
 
     /// Shows `picture` in place of the participant's camera while it is muted, ended or stalled
@@ -355,9 +361,7 @@ public final class Room {
         if let muted = reception.cameraMutedBySender {
             // The sender muted its camera itself (a browser's disabled track sends black): its
             // tile shows the placeholder until a picture comes.
-            participant.inbound.cameraTrack.isMuted = participant.inbound.cameraMutedByMedia || participant.videoMuted
-            emit(.event(RoomEvent(muted ? .trackMuted : .trackUnmuted, room: name, participant: id, identity: participant.identity,
-                                  source: "camera", reason: muted ? "sender muted" : "sender unmuted")))
+            cameraMutedByMedia(participant, muted, reason: muted ? "sender muted" : "sender unmuted")
         }
         if let (source, packet) = reception.video {
             forward(packet, of: TrackReference(participant: id, source: source), from: participant, now: now)
