@@ -363,7 +363,7 @@ public final class Room {
             // tile shows the placeholder until a picture comes.
             cameraMutedByMedia(participant, muted, reason: muted ? "sender muted" : "sender unmuted")
         }
-        if let (source, packet) = reception.video {
+        if let (source, packet) = reception.video, !forwarding.isEmpty {
             forward(packet, of: TrackReference(participant: id, source: source), from: participant, now: now)
         }
         switch reception.notice {
