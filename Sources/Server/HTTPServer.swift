@@ -33,6 +33,9 @@ public struct HTTPResponse: Sendable {
     public var body: [UInt8]
     /// When set, the body is this open event stream instead of `body`.
     public var stream: HTTPEventStream?
+    /// When set, the body is `length` bytes of this open file from `offset` (sent by
+    /// libmicrohttpd with sendfile where it can; it closes the descriptor).
+    public var file: (descriptor: Int32, offset: UInt64, length: UInt64)?
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status
@@ -228,6 +231,9 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer?) -> M
             guard let cls else { return }
             Unmanaged<HTTPEventStream>.fromOpaque(cls).release()
         })
+    } else if let file = response.file {
+        mhdResponse = MHD_create_response_from_fd_at_offset64(file.length, file.descriptor, file.offset)
+        if mhdResponse == nil { close(file.descriptor) }
     } else {
         mhdResponse = response.body.withUnsafeBytes { tessera_mhd_response_copying($0.count, $0.baseAddress) }
     }

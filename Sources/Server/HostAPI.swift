@@ -72,6 +72,12 @@ public final class HostAPI: Sendable {
         Route("DELETE", "/v1/rooms/{room}/recordings/{id}", grant: { path, _ in .admin(room: path.room) }) { api, _, path in
             api.stopRecording(room: path.room, id: path.id)
         },
+        Route("GET", "/v1/rooms/{room}/recordings", grant: { path, _ in .admin(room: path.room) }) { api, _, path in
+            api.listRecordings(room: path.room)
+        },
+        Route("GET", "/v1/recordings/{id}", grant: { _, _ in .admin(room: nil) }) { api, request, path in
+            api.serveRecording(file: path.id, request)
+        },
         Route("GET", "/v1/rooms/{room}/layout", grant: { path, _ in .admin(room: path.room) }) { api, _, path in api.showLayout(room: path.room) },
         Route("PUT", "/v1/rooms/{room}/layout", grant: { path, _ in .admin(room: path.room) }) { api, request, path in
             api.setLayout(room: path.room, request)

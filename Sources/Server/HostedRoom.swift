@@ -30,13 +30,17 @@ final class HostedRoom {
     private var retiredFramesEncoded: [CompositeEncoding.Kind: Int] = [:]
     /// Recordings in progress, by id.
     private var recordings: [String: (file: String, recorder: TrackRecorder)] = [:]
+    /// Every recording's start and end, kept after the room closes.
+    private let recordingLog: RecordingLog
     /// Called when the last participant left.
     private let onClose: (HostedRoom) -> Void
     private var closed = false
     /// Joins dropped for not connecting within `Room.connectTimeout` (metrics).
     private(set) var expiredJoins = 0
 
-    init(name: String, configuration: RoomConfiguration, port: MediaPort, events: RoomEventHub, onClose: @escaping (HostedRoom) -> Void) {
+    init(name: String, configuration: RoomConfiguration, port: MediaPort, events: RoomEventHub, recordingLog: RecordingLog,
+         onClose: @escaping (HostedRoom) -> Void) {
+        self.recordingLog = recordingLog
         let labels: TextLabelRenderer?
         do { labels = try TextLabelRenderer() } catch {
             StartFailures.shared.record("text-renderer", error)  // tiles go without names
@@ -281,7 +285,9 @@ final class HostedRoom {
         }
         recordings[id] = (file, recorder)
         let ntp = room.wallClock.ntp(at: start)
-        return Date(timeIntervalSince1970: ntp.seconds - Double(NTPTimestamp.unixEpochOffsetSeconds))
+        let began = Date(timeIntervalSince1970: ntp.seconds - Double(NTPTimestamp.unixEpochOffsetSeconds))
+        recordingLog.started(id: id, room: name, file: file, path: path, at: began)
+        return began
     }
 
     /// The recordings in progress: id and file, by id.
@@ -294,7 +300,11 @@ final class HostedRoom {
     func stopRecording(id: String) throws(RecordingError) -> String? {
         guard let recording = recordings.removeValue(forKey: id) else { return nil }
         if recordings.isEmpty { room.stopRoomMix() }
-        try recording.recorder.stop()
+        do { try recording.recorder.stop() } catch {
+            recordingLog.ended(id: id, at: Date(), failure: error.description)
+            throw error
+        }
+        recordingLog.ended(id: id, at: Date())
         return recording.file
     }
 
@@ -304,6 +314,7 @@ final class HostedRoom {
         guard let recording = recordings.removeValue(forKey: id) else { return }
         if recordings.isEmpty { room.stopRoomMix() }
         let why = recording.recorder.errors.first.map(\.description) ?? "the file could not be written"
+        recordingLog.ended(id: id, at: Date(), failure: why)
         events.publish(RoomEvent(.recordingStopped, room: name, reason: "\(recording.file): \(why)"))
     }
 

@@ -16,6 +16,8 @@ final class RoomDirectory {
     private(set) var rooms: [String: HostedRoom] = [:]
     let configuration: RoomConfiguration
     let events: RoomEventHub
+    /// Every recording made, kept after its room closes.
+    let recordings = RecordingLog()
 
     init(limits: Limits, video: HostConfig.Video = HostConfig.Video(), faults: Set<HostConfig.Testing.Fault> = [], events: RoomEventHub) {
         self.limits = limits
@@ -50,7 +52,7 @@ final class RoomDirectory {
     /// The room `name`, opened when it is not.
     func open(_ name: String, port: MediaPort) -> HostedRoom {
         if let hosted = rooms[name] { return hosted }
-        let hosted = HostedRoom(name: name, configuration: configuration, port: port, events: events) { [weak self] closed in
+        let hosted = HostedRoom(name: name, configuration: configuration, port: port, events: events, recordingLog: recordings) { [weak self] closed in
             self?.closedRoomsExpiredJoins += closed.expiredJoins
             if self?.rooms[closed.name] === closed { self?.rooms[closed.name] = nil }
         }

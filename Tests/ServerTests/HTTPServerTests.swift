@@ -147,3 +147,21 @@ import Testing
         #expect(samples.allSatisfy { line in line.split(separator: " ").last.flatMap { Double($0) } != nil })
     }
 }
+
+/// `Range` headers as a recording's download reads them (RFC 9110 §14.1.2).
+@Suite struct ByteRangeTests {
+    @Test func oneRangeIsServedAndTheRestWhole() {
+        #expect(HostAPI.byteRange(nil, size: 1000) == .whole)
+        #expect(HostAPI.byteRange("bytes=0-99", size: 1000) == .part(first: 0, last: 99))
+        #expect(HostAPI.byteRange("bytes=900-", size: 1000) == .part(first: 900, last: 999))
+        #expect(HostAPI.byteRange("bytes=900-5000", size: 1000) == .part(first: 900, last: 999))
+        #expect(HostAPI.byteRange("bytes=-100", size: 1000) == .part(first: 900, last: 999))
+        #expect(HostAPI.byteRange("bytes=-5000", size: 1000) == .part(first: 0, last: 999))
+        #expect(HostAPI.byteRange("bytes=1000-", size: 1000) == .unsatisfiable)
+        #expect(HostAPI.byteRange("bytes=-0", size: 1000) == .unsatisfiable)
+        #expect(HostAPI.byteRange("bytes=0-0", size: 0) == .unsatisfiable)
+        for ignored in ["bytes=0-1,5-6", "items=0-5", "bytes=abc", "bytes=5-2", "bytes=", "bytes=-", "bytes=99999999999999999999-"] {
+            #expect(HostAPI.byteRange(ignored, size: 1000) == .whole, "\(ignored)")
+        }
+    }
+}

@@ -108,6 +108,7 @@ import Testing
             ("GET", "/v1/rooms/r", .member), ("POST", "/v1/rooms/r/viewers", .member), ("DELETE", "/v1/rooms/r/viewers/v1", .member),
             ("GET", "/v1/rooms/r/events", .member),
             ("POST", "/v1/rooms/r/recordings", .admin), ("DELETE", "/v1/rooms/r/recordings/x", .admin),
+            ("GET", "/v1/rooms/r/recordings", .admin), ("GET", "/v1/recordings/x.webm", .adminOfAnyRoom),
             ("GET", "/v1/rooms/r/layout", .admin), ("PUT", "/v1/rooms/r/layout", .admin),
             ("POST", "/v1/rooms/r/participants?identity=alice", .participant),
             ("PATCH", "/v1/rooms/r/participants/\(alice)", .participant), ("DELETE", "/v1/rooms/r/participants/\(alice)", .participant),

@@ -78,6 +78,7 @@ import Wire
         let pcm = try runTool("ffmpeg", ["-v", "error", "-i", mixFile, "-f", "s16le", "-ac", "1", "-ar", "48000", "-"])
         let recorded = pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         #expect(recorded.count > 48_000 / 2, "at least half a second recorded")
+        try expectRecordingsOverHTTP(api, mixFile: mixFile)
         for frequency in roomTones.values {
             #expect(tonePower(recorded, frequency: frequency) > 30 * tonePower(recorded, frequency: 1_250), "\(frequency) Hz is in the recording")
         }
@@ -129,6 +130,31 @@ import Wire
                                                                 folder.appendingPathComponent("left-open.webm").path]), as: UTF8.self)
         #expect((Double(leftOpen.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0.5, "left-open.webm: \(leftOpen)")
         print("RoomAudio: \(rounds) packets per client; sending and hearing took \(String(format: "%.2f", elapsed)) s")
+    }
+
+    /// The room's recordings listed (the finished one with its size and duration, the open one
+    /// still recording) and the finished file served whole and by byte ranges; the open one not.
+    private func expectRecordingsOverHTTP(_ api: HTTPTestClient, mixFile: String) throws {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: mixFile)))
+        let listed = try #require(try JSONSerialization.jsonObject(with: Data(api.send("GET", "/v1/rooms/r/recordings").body)) as? [String: Any])
+        let entries = try #require(listed["recordings"] as? [[String: Any]])
+        let mix = try #require(entries.first { $0["file"] as? String == "mix.webm" }, "\(entries)")
+        #expect(mix["state"] as? String == "finished" && mix["size"] as? Int == bytes.count && mix["start"] is String)
+        #expect((1.0...4.0).contains(mix["duration"] as? Double ?? 0), "\(mix)")
+        #expect(entries.first { $0["file"] as? String == "left-open.webm" }?["state"] as? String == "recording")
+        #expect(try api.send("GET", "/v1/rooms/nowhere/recordings").text == #"{"recordings":[]}"#)
+
+        let whole = try api.send("GET", "/v1/recordings/mix.webm")
+        #expect(whole.status == 200 && whole.body == bytes && whole.headers["accept-ranges"] == "bytes")
+        let head = try api.send("GET", "/v1/recordings/mix.webm", headers: ["Range": "bytes=0-99"])
+        #expect(head.status == 206 && head.body == Array(bytes.prefix(100)) && head.headers["content-range"] == "bytes 0-99/\(bytes.count)")
+        let tail = try api.send("GET", "/v1/recordings/mix.webm", headers: ["Range": "bytes=-10"])
+        #expect(tail.status == 206 && tail.body == Array(bytes.suffix(10)))
+        let beyond = try api.send("GET", "/v1/recordings/mix.webm", headers: ["Range": "bytes=\(bytes.count)-"])
+        #expect(beyond.status == 416 && beyond.headers["content-range"] == "bytes */\(bytes.count)")
+        #expect(try api.send("GET", "/v1/recordings/left-open.webm").status == 409)
+        #expect(try api.send("GET", "/v1/recordings/..webm").status == 404)
+        #expect(try api.send("GET", "/v1/recordings/absent.webm").status == 404)
     }
 
     @Test func aViewerHearsTheWholeRoomAndHasNoTile() throws {

@@ -68,6 +68,73 @@ extension HostAPI {
         .response { file in .json(200, ["id": id, "file": file]) }
     }
 
+    /// `GET /v1/rooms/{room}/recordings`: the room's recordings this host made (running,
+    /// finished, failed), also after the room closed.
+    func listRecordings(room: String) -> HTTPResponse {
+        let rooms = self.rooms
+        let listed = (try? media.runOnLoop { rooms.value.recordings.list(room: room, now: Date()) }) ?? []
+        return .json(200, ["recordings": listed])
+    }
+
+    /// `GET /v1/recordings/{file}`: a finished recording from the recordings folder, whole (200)
+    /// or the byte range asked (206, RFC 9110 §14), for a player that seeks.
+    func serveRecording(file: String, _ request: HTTPRequest) -> HTTPResponse {
+        guard Self.isValidName(file), file.hasSuffix(".webm"), !file.hasPrefix(".") else {
+            return .error(404, "not found", detail: "no recording \(file.prefix(64))")
+        }
+        let rooms = self.rooms
+        if (try? media.runOnLoop { rooms.value.recordings.isRecording(file: file) }) == true {
+            return .error(409, "still recording", detail: "\(file) is being recorded: stop it first")
+        }
+        let path = URL(fileURLWithPath: recordingsFolder).appendingPathComponent(file).path
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        var status = stat()
+        guard descriptor >= 0, fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            if descriptor >= 0 { close(descriptor) }
+            return .error(404, "not found", detail: "no recording \(file)")
+        }
+        let size = UInt64(status.st_size)
+        var response = HTTPResponse(status: 200, headers: [("Content-Type", "video/webm"), ("Accept-Ranges", "bytes")])
+        switch Self.byteRange(request.headers["range"], size: size) {
+        case .whole:
+            response.file = (descriptor, 0, size)
+        case .part(let first, let last):
+            response.status = 206
+            response.headers.append(("Content-Range", "bytes \(first)-\(last)/\(size)"))
+            response.file = (descriptor, first, last - first + 1)
+        case .unsatisfiable:
+            close(descriptor)
+            return HTTPResponse(status: 416, headers: [("Content-Range", "bytes */\(size)"), ("Content-Type", "application/json")],
+                                body: Array(#"{"detail":"the range is outside the file","error":"range not satisfiable"}"#.utf8))
+        }
+        return response
+    }
+
+    /// What a `Range` header asks of a file of `size` bytes (RFC 9110 §14.1.2): one range of
+    /// bytes (`first-last`, `first-`, or `-suffix`), clamped to the file; anything else (several
+    /// ranges, another unit, garbage) is answered whole, as the RFC allows.
+    enum ByteRange: Equatable {
+        case whole
+        case part(first: UInt64, last: UInt64)
+        case unsatisfiable
+    }
+
+    static func byteRange(_ header: String?, size: UInt64) -> ByteRange {
+        guard let header, header.hasPrefix("bytes="), !header.contains(",") else { return .whole }
+        let spec = header.dropFirst("bytes=".count).trimmingCharacters(in: .whitespaces)
+        guard let dash = spec.firstIndex(of: "-") else { return .whole }
+        let start = spec[..<dash], end = spec[spec.index(after: dash)...]
+        if start.isEmpty {
+            guard let suffix = UInt64(end), suffix > 0 else { return end.isEmpty ? .whole : .unsatisfiable }
+            return size == 0 ? .unsatisfiable : .part(first: size - min(suffix, size), last: size - 1)
+        }
+        guard let first = UInt64(start) else { return .whole }
+        guard first < size else { return .unsatisfiable }
+        if end.isEmpty { return .part(first: first, last: size - 1) }
+        guard let last = UInt64(end), last >= first else { return .whole }
+        return .part(first: first, last: min(last, size - 1))
+    }
+
     /// Finishes every recording (the host is stopping: SIGTERM must leave playable files).
     func finishRecordings() {
         let rooms = self.rooms
