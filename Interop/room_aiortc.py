@@ -486,8 +486,11 @@ async def scenario(args, peers, out):
                 again = json.loads(body) if status == 200 else {}
                 status_down, body_down = await ahttp("DELETE", subscriptions + "/alice/camera")
                 down = json.loads(body_down) if status_down == 200 else {}
+                # 2 s and 3 of ~30 frames: under the loss step's 5 % each way, a forwarded picture
+                # of one packet waits a NACK round trip or two in aiortc's jitter buffer (which
+                # asks again only at its next gap), and the frames behind it wait too.
                 frames = sink.frames
-                await asyncio.sleep(1.0)
+                await asyncio.sleep(2.0)
                 still = sink.frames - frames
                 status_zero, body_zero = await ahttp("DELETE", subscriptions + "/alice/camera")
                 zero = json.loads(body_zero) if status_zero == 200 else {}
@@ -499,8 +502,8 @@ async def scenario(args, peers, out):
                 res["framesAtCount1"], res["framesAfterZero"] = still, after
                 if again.get("count") != 2 or again.get("mid") != mid:
                     c["subscribe"] = "subscribing again: want count 2 on mid %s, got %s: %s" % (mid, status, body[:300])
-                elif down.get("count") != 1 or still < 5:
-                    c["subscribe"] = "one DELETE: want count 1 and frames still coming, got %s (%d frames in 1 s)" % (body_down[:200], still)
+                elif down.get("count") != 1 or still < 3:
+                    c["subscribe"] = "one DELETE: want count 1 and frames still coming, got %s (%d frames in 2 s)" % (body_down[:200], still)
                 elif zero.get("count") != 0 or after > 0:
                     c["subscribe"] = "second DELETE: want count 0 and no more frames, got %s (%d frames in 1.5 s)" % (body_zero[:200], after)
     c.setdefault("subscribe", None)

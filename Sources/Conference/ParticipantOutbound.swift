@@ -18,6 +18,10 @@ public struct ParticipantOutbound {
         fileprivate var forwarder: RTPForwarder
         /// What it sent, for sender reports and NACKs (RFC 4585 §6.2.1).
         fileprivate var stream: RTPSendStream
+        /// When to ask the sender for one more key frame after forwarding began at one: a
+        /// receiver that lost that first key frame's leading packet has no earlier packet to NACK
+        /// against and could only wait for a key frame nobody asked for.
+        fileprivate var followUpKeyFrameAt: Instant?
         /// The track it carries and how many subscriptions hold it; nil while free.
         public internal(set) var subscription: (track: TrackReference, count: Int)?
         public var ssrc: SSRC { forwarder.ssrc }
@@ -191,22 +195,34 @@ public struct ParticipantOutbound {
     }
 
     /// A packet of `track` as this participant gets it on each slot that carries it (none while
-    /// a slot waits for a key frame: `waiting` says so), serialized and kept for NACKs.
-    mutating func forwardedPackets(_ packet: RTPPacket, of track: TrackReference, now: Instant) -> (packets: [[UInt8]], waiting: Bool) {
+    /// a slot waits for a key frame), serialized and kept for NACKs. `keyFrameWanted`: a slot
+    /// waits for one, or its follow-up key frame is due.
+    mutating func forwardedPackets(_ packet: RTPPacket, of track: TrackReference, now: Instant) -> (packets: [[UInt8]], keyFrameWanted: Bool) {
         var out: [[UInt8]] = []
-        var waiting = false
+        var keyFrameWanted = false
         for index in forwardingSlots.indices where forwardingSlots[index].subscription?.track == track {
+            let wasWaiting = forwardingSlots[index].forwarder.waitingForKeyFrame
             guard let forwarded = forwardingSlots[index].forwarder.forward(packet, now: now) else {
-                waiting = waiting || forwardingSlots[index].forwarder.waitingForKeyFrame
+                keyFrameWanted = keyFrameWanted || forwardingSlots[index].forwarder.waitingForKeyFrame
                 continue
+            }
+            if wasWaiting {
+                forwardingSlots[index].followUpKeyFrameAt = now + Self.followUpKeyFrameDelay
+            } else if let due = forwardingSlots[index].followUpKeyFrameAt, now >= due {
+                forwardingSlots[index].followUpKeyFrameAt = nil
+                keyFrameWanted = true
             }
             guard let bytes = stampedBytes(forwarded, now: now) else { continue }
             forwardingSlots[index].stream.packetSent(bytes: bytes, timestamp: forwarded.timestamp, payloadSize: forwarded.payload.count,
                                                      now: now)
             out.append(bytes)
         }
-        return (out, waiting)
+        return (out, keyFrameWanted)
     }
+
+    /// How long after forwarding began the follow-up key frame is asked for: past a repair's
+    /// round trip, soon enough that a receiver which missed the first sees within about a second.
+    static let followUpKeyFrameDelay: Duration = .seconds(1)
 
     /// `track` ended: the slots that carried it are free, each with its RTCP BYE (RFC 3550
     /// §6.6) to send, after a report on what it sent.

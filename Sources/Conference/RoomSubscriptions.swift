@@ -135,14 +135,14 @@ extension Room {
 
     /// Forwards a camera or screen packet to those who subscribe to it (not a camera muted by
     /// PATCH: its tile shows the placeholder and its subscribers get nothing either). A slot
-    /// waiting for a key frame asks the sender for one.
+    /// waiting for a key frame, or due its follow-up one, asks the sender for one.
     func forward(_ packet: RTPPacket, of track: TrackReference, from owner: Participant, now: Instant) {
         guard let subscribers = forwarding[track], !(track.source == .camera && owner.videoMuted) else { return }
         var keyFrameNeeded = false
         for id in subscribers {
             guard let subscriber = participant(id: id), subscriber.state == .secure else { continue }
-            let (packets, waiting) = subscriber.outbound.forwardedPackets(packet, of: track, now: now)
-            keyFrameNeeded = keyFrameNeeded || waiting
+            let (packets, wanted) = subscriber.outbound.forwardedPackets(packet, of: track, now: now)
+            keyFrameNeeded = keyFrameNeeded || wanted
             for bytes in packets { emit(.sendRTP(participant: id, bytes: bytes)) }
         }
         if keyFrameNeeded { owner.inbound.requestKeyFrame(of: track.source, now: now) }

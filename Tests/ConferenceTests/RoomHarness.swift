@@ -203,6 +203,9 @@ final class MemoryPeer {
         var picturesDecoded = 0
         var firstPictureAt: Instant?
         var packets: [(sequenceNumber: UInt16, timestamp: UInt32, at: Instant)] = []
+        /// Media packets still to miss before it knows the stream (lost on the way): as a
+        /// receiver whose jitter buffer starts at the first packet it sees, it cannot NACK them.
+        var missesFirstPackets = 0
         init(mid: String) throws {
             self.mid = mid
             decoder = try VideoReceiver()
@@ -303,6 +306,10 @@ final class MemoryPeer {
                 let packet = try RTPPacket.parse(bytes)
                 if packet.ssrc == hostAudioSSRC || packet.ssrc == hostVideoSSRC { arrivals.append((packet.ssrc, packet.timestamp, now)) }
                 if let receiver = forwarded[forwardedRTX[packet.ssrc] ?? packet.ssrc] {
+                    if receiver.missesFirstPackets > 0, receiver.packets.isEmpty {
+                        receiver.missesFirstPackets -= 1
+                        continue
+                    }
                     guard case .media(let media) = feedback.receive(packet, now: now) else { continue }
                     if packet.ssrc == media.ssrc { receiver.packets.append((media.sequenceNumber, media.timestamp, now)) }
                     for picture in receiver.decoder.receive(media, now: now) {

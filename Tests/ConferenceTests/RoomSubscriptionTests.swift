@@ -133,6 +133,22 @@ import WireTesting
         #expect(harness.room.packetsResent > resentBefore)
     }
 
+    /// The first key frame forwarded lost before the subscriber knew the stream (nothing earlier
+    /// to NACK against): the key frame asked for a second after forwarding began heals it.
+    @Test func aSubscriberThatMissedTheFirstKeyFrameDecodesFromTheFollowUp() throws {
+        let (harness, _, _, c) = try roomWithAReceiver()
+        let receiver = try #require(c.forwarded(mid: "2"))
+        receiver.missesFirstPackets = 1
+        let subscribedAt = harness.now
+        _ = try harness.act { room, now in try room.subscribe(c.id, to: "a", source: .camera, now: now) }
+        try harness.run(for: .milliseconds(900))
+        #expect(receiver.picturesDecoded == 0, "only deltas came after the lost key frame")
+        try harness.run(for: .milliseconds(900))
+        let first = try #require(receiver.firstPictureAt)
+        #expect(first - subscribedAt < .milliseconds(1600))
+        expectPicture(receiver.latest, colour: Self.red, size: MemoryPeer.cameraSize)
+    }
+
     /// A camera muted by PATCH shows the placeholder in the composite: its subscribers get
     /// nothing either, until it is unmuted (from a key frame).
     @Test func aMutedCameraIsNotForwarded() throws {
