@@ -2,7 +2,7 @@
 # Interop suite for the host's echo endpoint (POST /v1/echo): real WebRTC peers call it and
 # check that what they send comes back.
 #
-#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium chromium-tcp gstreamer page room load faults docs"] [--seconds N]
+#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium chromium-tcp gstreamer page meeting room load faults docs"] [--seconds N]
 #                  [--media-port 50000] [--ready-timeout 30] [--keep-logs] [--impair JSON]
 #
 # --impair '{"loss": 0.05, "jitter": "50ms"}' impairs the host's media socket (config
@@ -30,7 +30,7 @@ TESSERA="$REPO/.build/debug/tessera"
 if [ -x "$REPO/.build/release/tessera" ] && { [ ! -x "$TESSERA" ] || [ "$REPO/.build/release/tessera" -nt "$TESSERA" ]; }; then
     TESSERA="$REPO/.build/release/tessera"
 fi
-PEERS="aiortc chromium chromium-tcp gstreamer page room load faults docs"
+PEERS="aiortc chromium chromium-tcp gstreamer page meeting room load faults docs"
 SECONDS_PER_CALL=10
 MEDIA_PORT=50000
 READY_TIMEOUT=30
@@ -202,6 +202,18 @@ for peer in $PEERS; do
             # the page in headless Chromium + two aiortc participants in one room; the page's
             # own self-check (window.tessera.selfCheck) says what it decodes and hears
             run_peer page "$VENV_PY" "$HERE/page_chromium.py" --url "$BASE" --room page-test --timeout 75 ;;
+        meeting)
+            if ! command -v chromium >/dev/null; then
+                fail meeting "chromium is not installed (Debian package chromium)"; continue
+            fi
+            if ! "$VENV_PY" -c 'import aiortc, numpy' 2>/dev/null; then
+                fail meeting "no aiortc in $REPO/.venv (run scripts/setup.sh)"; continue
+            fi
+            # the page as a meeting client: two pages in headless Chromium and an aiortc guest,
+            # driven through every control; then a host of its own with auth for the refusals
+            # (TESSERA_SCREENSHOTS=DIR saves the page at desktop and phone width there)
+            PEER_LIMIT=200 run_peer meeting "$VENV_PY" "$HERE/meeting_chromium.py" --url "$BASE" --tessera "$TESSERA" \
+                --media-port $((MEDIA_PORT + 2)) --timeout 180 ${TESSERA_SCREENSHOTS:+--screenshots "$TESSERA_SCREENSHOTS"} ;;
         room)
             if ! "$VENV_PY" -c 'import aiortc, numpy' 2>/dev/null; then
                 fail room "no aiortc in $REPO/.venv (run scripts/setup.sh)"; continue

@@ -101,10 +101,12 @@ import WireTesting
             #expect(camera["state"] as? String == "live" && camera["rendering"] as? Bool == true && camera["muted"] as? Bool == false)
             #expect(camera["width"] as? Int == 320 && camera["height"] as? Int == 180 && (camera["fps"] as? Int ?? 0) > 0, "\(camera)")
             #expect(camera["subscribers"] as? [String] == [])
+            #expect(member["speaking"] is Bool)
         }
         let outputs = try #require(shown["outputs"] as? [[String: Any]])
         #expect(outputs.first?["encoding"] as? String == "main" && outputs.first?["receivers"] as? Int == 3, "\(outputs)")
         #expect((shown["layout"] as? [String: Any])?["positions"] != nil && shown["recordings"] as? [Any] != nil)
+        #expect(shown["preset"] as? String == "grid")
 
         // Subscriptions refused with the reason: a's session has no m-line besides the
         // composite's (409), no such participant or subscription (404), a body or source that

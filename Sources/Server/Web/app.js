@@ -1,16 +1,29 @@
-// Tessera's page: join a room with camera and microphone, see the room's composite, hear your
-// mix, follow who is there. Plain browser APIs, no build step.
+// Tessera's page, a meeting client: join a room with camera and microphone, see the room's
+// composite and hear your mix; mute, stop the camera, share a screen, pick devices; see who is
+// there and who speaks, stop hearing one guest, pin one guest's own camera; and, with an admin
+// token (or none on a host without auth), the layout, a template editor and the recordings.
+// Plain browser APIs, no build step.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { pc: null, location: null, events: null, room: null, recording: null, people: new Map(), received: [] };
+const state = {
+  pc: null, location: null, pid: null, events: null, room: null, identity: null, local: null,
+  recording: null, people: new Map(), received: [], admin: false, pinned: null, notHeard: new Set(),
+  micMuted: false, cameraOff: false, share: null, pinTransceiver: null, poll: null, layout: null,
+};
 
 $("identity").value ||= "guest-" + Math.random().toString(36).slice(2, 7);
 
 function status(text) { $("status").textContent = text; }
+// What the person must act on: a refused token, a full room, no camera, an insecure page.
+function message(text) { $("message").textContent = text ?? ""; }
+function connection(stateName, text) {
+  $("connection").dataset.state = stateName;
+  $("connection").textContent = text;
+}
 function log(text) {
   const line = `${new Date().toLocaleTimeString()} ${text}\n`;
-  $("log").textContent = line + $("log").textContent.slice(0, 4000);
+  $("log").textContent = line + $("log").textContent.slice(0, 6000);
 }
 
 function authHeaders() {
@@ -18,34 +31,139 @@ function authHeaders() {
   return token ? { Authorization: `Bearer ${token}` } : {};
 }
 
+// An API call; a refusal throws an Error whose message says it as a person should read it, and
+// whose `status` and `reason` are the host's.
 async function api(method, path, body, type) {
   const headers = { ...authHeaders() };
   if (type) headers["Content-Type"] = type;
   const response = await fetch(path, { method, headers, body });
   if (!response.ok) {
-    let reason = `${response.status}`;
-    try { const error = await response.json(); reason = `${error.error}: ${error.detail}`; } catch (_) { /* not JSON */ }
-    throw new Error(reason);
+    let reason = "", detail = "";
+    try { ({ error: reason, detail } = await response.json()); } catch (_) { /* not JSON */ }
+    const error = new Error(explain(response.status, reason, detail));
+    Object.assign(error, { status: response.status, reason });
+    throw error;
   }
   return response;
+}
+
+function explain(status, reason, detail) {
+  const why = detail ? ` (${detail})` : "";
+  if (status === 401) return `The host refused the token${why}. Ask whoever invited you for a new link.`;
+  if (status === 403) return `Your token does not allow this${why}.`;
+  if (status === 503 && reason === "room full") return `The room is full${why}. Try again when someone leaves.`;
+  if (status === 503) return `The host cannot take this now${why}.`;
+  return `${status} ${reason || "error"}${why}`;
+}
+
+// Browsers give camera and microphone only to secure pages: https://, or http:// on this machine.
+function insecurePage() {
+  return !window.isSecureContext || !navigator.mediaDevices?.getUserMedia;
+}
+if (insecurePage()) {
+  message(`This page was opened over ${location.protocol}// from another machine: browsers allow the camera and microphone only on `
+          + `https:// pages (or on localhost). Open https://${location.host}/ (the host serves HTTPS when its config has http.tls).`);
+}
+
+// Camera and microphone; without the camera (refused, or none), the microphone alone; without
+// either, nothing: the guest still sees and hears the room.
+async function localMedia() {
+  const video = { width: 640, height: 360 };
+  try {
+    return await navigator.mediaDevices.getUserMedia({ audio: true, video });
+  } catch (error) {
+    if (error.name !== "NotAllowedError" && error.name !== "NotFoundError" && error.name !== "NotReadableError") throw error;
+    try {
+      const audio = await navigator.mediaDevices.getUserMedia({ audio: true });
+      message("No camera: its permission was refused or it is in use. You joined with the microphone only; allow the camera in the browser's site settings and join again to send video.");
+      return audio;
+    } catch (_) {
+      message("No camera or microphone: their permission was refused. You joined to watch and listen; allow them in the browser's site settings and join again to take part.");
+      return new MediaStream();
+    }
+  }
+}
+
+// --- The people in the room -------------------------------------------------------------
+
+function button(text, onClick, pressed) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.textContent = text;
+  b.classList.add("secondary");
+  if (pressed !== undefined) b.setAttribute("aria-pressed", String(pressed));
+  b.addEventListener("click", onClick);
+  return b;
 }
 
 function renderPeople() {
   const list = $("people");
   list.replaceChildren(...[...state.people.values()].map((person) => {
     const item = document.createElement("li");
-    item.textContent = person.name || person.identity;
+    item.dataset.identity = person.identity;
     item.classList.toggle("speaking", !!person.speaking);
+    const who = document.createElement("span");
+    who.className = "who";
+    const meter = document.createElement("span");
+    meter.className = "meter";
+    meter.setAttribute("aria-hidden", "true");
+    const bar = document.createElement("span");
+    // dBov: -60 and below shows empty, 0 full.
+    bar.style.width = `${Math.max(0, Math.min(100, ((person.audioLevel ?? -127) + 60) / 60 * 100))}%`;
+    meter.append(bar);
+    const name = document.createElement("span");
+    const self = person.identity === state.identity;
+    name.textContent = (person.name || person.identity) + (self ? " (you)" : "");
+    const notes = [person.speaking ? "speaking" : "", person.muted?.audio ? "muted" : "", person.muted?.video ? "camera off" : "",
+                   person.tracks?.some((t) => t.source === "screen" && t.state === "live") ? "sharing" : ""].filter(Boolean);
+    const note = document.createElement("span");
+    note.className = "state";
+    note.textContent = notes.join(", ");
+    who.append(meter, name, note);
+    const actions = document.createElement("span");
+    actions.className = "actions";
+    if (!self) {
+      const deaf = state.notHeard.has(person.identity);
+      const hearButton = button(deaf ? "Hear" : "Don't hear", () => setHeard(person.identity, deaf), deaf);
+      hearButton.dataset.action = "hear";
+      hearButton.setAttribute("aria-label", `${deaf ? "Hear" : "Don't hear"} ${person.name || person.identity}`);
+      const pinned = state.pinned === person.identity;
+      const pinButton = button(pinned ? "Unpin" : "Pin", () => (pinned ? unpin() : pin(person.identity)), pinned);
+      pinButton.dataset.action = "pin";
+      pinButton.setAttribute("aria-label", `${pinned ? "Unpin" : "Pin"} ${person.name || person.identity}`);
+      pinButton.disabled = !person.tracks?.some((t) => t.source === "camera" && t.state === "live") && !pinned;
+      actions.append(hearButton, pinButton);
+    }
+    item.append(who, actions);
     return item;
   }));
 }
 
+// The room as it is now: who is there (levels, mutes, tracks), the layout, a recording running.
 async function refreshRoom() {
+  if (!state.room) return null;
   try {
     const room = await (await api("GET", `/v1/rooms/${state.room}`)).json();
-    state.people = new Map(room.participants.map((p) => [p.id, p]));
+    state.people = new Map(room.participants.map((p) => [p.identity, p]));
+    const me = state.people.get(state.identity);
+    if (me) state.notHeard = new Set(me.notHeard);
+    const running = room.recordings?.[0] ?? null;
+    if (!!running !== !!state.recording) showRecording(running);
+    state.layout = room.layout;
     renderPeople();
-  } catch (error) { log(`room: ${error.message}`); }
+    return room;
+  } catch (error) {
+    if (error.status === 404) return null;   // the room closed
+    log(`room: ${error.message}`);
+    return null;
+  }
+}
+
+function showRecording(recording) {
+  state.recording = recording;
+  $("recordingBadge").hidden = !recording;
+  $("recordStart").disabled = !!recording;
+  $("recordStop").disabled = !recording;
 }
 
 function followEvents(room) {
@@ -54,39 +172,61 @@ function followEvents(room) {
   state.events = new EventSource(url);
   for (const type of ["joined", "left", "trackPublished", "trackEnded", "trackMuted", "trackUnmuted", "trackRendering", "trackStalled",
                       "activeSpeakerChanged", "layoutChanged", "recordingStarted", "recordingStopped"]) {
-    state.events.addEventListener(type, (message) => {
-      const event = JSON.parse(message.data);
-      state.received = [...state.received.slice(-199), { ...event, type }];
-      log(`${type} ${event.identity ?? ""} ${event.source ?? ""} ${event.reason ?? ""}`.trim());
-      if (type === "joined" || type === "left") refreshRoom();
+    state.events.addEventListener(type, (event) => {
+      const data = JSON.parse(event.data);
+      state.received = [...state.received.slice(-199), { ...data, type }];
+      log(`${type} ${data.identity ?? ""} ${data.source ?? ""} ${data.reason ?? ""}`.trim());
       if (type === "activeSpeakerChanged") {
-        for (const person of state.people.values()) person.speaking = person.identity === event.identity;
+        for (const person of state.people.values()) person.speaking = person.identity === data.identity;
         renderPeople();
+      } else if (type === "recordingStarted" || type === "recordingStopped") {
+        refreshRoom();
+        if (state.admin) listRecordings();
+      } else if (type === "trackEnded" && data.identity === state.pinned && data.source === "camera") {
+        unpin();
+      } else {
+        refreshRoom();
       }
     });
   }
 }
 
+// --- Joining and leaving ----------------------------------------------------------------
+
 async function join(event) {
-  event.preventDefault();
+  event?.preventDefault();
   const room = $("room").value.trim(), identity = $("identity").value.trim(), name = $("name").value.trim();
+  message(insecurePage() ? $("message").textContent : "");
   $("joinButton").disabled = true;
   try {
+    connection("connecting", "Connecting");
     status("Asking for camera and microphone…");
-    const local = await navigator.mediaDevices.getUserMedia({ audio: true, video: { width: 640, height: 360 } });
+    const local = insecurePage() ? new MediaStream() : await localMedia();
+    state.local = local;
     $("self").srcObject = local;
-    $("self").hidden = false;
+    $("self").hidden = local.getVideoTracks().length === 0;
 
     const pc = new RTCPeerConnection({ iceServers: [], bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" });
     state.pc = pc;
-    for (const track of local.getTracks()) pc.addTransceiver(track, { direction: "sendrecv", streams: [local] });
-    pc.ontrack = ({ track }) => {
-      if (track.kind === "video") $("composite").srcObject = new MediaStream([track]);
+    // Microphone, then camera (each sends and receives: the mix and the composite come back on
+    // them), even without the device (receive only); then one receive-only video m-line for a
+    // pinned guest's camera (a subscription).
+    const audio = local.getAudioTracks()[0], video = local.getVideoTracks()[0];
+    pc.addTransceiver(audio ?? "audio", { direction: audio ? "sendrecv" : "recvonly", streams: [local] });
+    pc.addTransceiver(video ?? "video", { direction: video ? "sendrecv" : "recvonly", streams: [local] });
+    state.pinTransceiver = pc.addTransceiver("video", { direction: "recvonly" });
+    pc.ontrack = ({ track, transceiver }) => {
+      if (transceiver === state.pinTransceiver) $("pinnedVideo").srcObject = new MediaStream([track]);
+      else if (track.kind === "video") $("composite").srcObject = new MediaStream([track]);
       else $("mix").srcObject = new MediaStream([track]);
     };
     pc.onconnectionstatechange = () => {
-      status(`Connection: ${pc.connectionState}`);
-      if (pc.connectionState === "failed") recover(pc);
+      const now = pc.connectionState;
+      if (state.pc !== pc) return;
+      if (now === "connected") connection("connected", "Connected");
+      else if (now === "disconnected") connection("reconnecting", "Connection unstable…");
+      else if (now === "failed") recover(pc);
+      status(`Connection: ${now}`);
     };
 
     await pc.setLocalDescription(await pc.createOffer());
@@ -95,17 +235,48 @@ async function join(event) {
     const query = new URLSearchParams({ identity, ...(name ? { name } : {}) });
     const response = await api("POST", `/v1/rooms/${room}/participants?${query}`, pc.localDescription.sdp, "application/sdp");
     state.location = response.headers.get("Location");
-    state.room = room;
+    state.pid = state.location?.split("/").pop() ?? null;
+    Object.assign(state, { room, identity, micMuted: false, cameraOff: false });
     await pc.setRemoteDescription({ type: "answer", sdp: await response.text() });
     followEvents(room);
-    refreshRoom();
-    $("leaveButton").disabled = false;
-    for (const button of document.querySelectorAll("[data-preset], #recordStart")) button.disabled = false;
+    await arrive(room);
     status("Joined; connecting media…");
   } catch (error) {
-    status(`Could not join: ${error.message}`);
-    leave();
+    status("");
+    message(`Could not join: ${error.message}`);
+    connection("failed", "Not joined");
+    await leave();
   }
+}
+
+// What one who joins late should see at once: who is there, the layout, a recording running;
+// then the controls the token allows.
+async function arrive(room) {
+  $("roomTitle").textContent = `Room ${room}`;
+  $("lobby").hidden = true;
+  const invite = new URL(location.origin + location.pathname);
+  invite.searchParams.set("room", room);
+  $("invite").value = invite.href;
+  for (const id of ["leaveButton", "micButton", "cameraButton", "shareButton"]) $(id).disabled = false;
+  $("cameraButton").disabled = state.local.getVideoTracks().length === 0;
+  $("micButton").disabled = state.local.getAudioTracks().length === 0;
+  $("shareButton").disabled = !navigator.mediaDevices?.getDisplayMedia;
+  renderToggles();
+  const shown = await refreshRoom();
+  if (shown) {
+    const others = shown.participants.map((p) => p.name || p.identity).filter((n) => n !== state.identity);
+    log(`in the room: ${others.length ? others.join(", ") : "nobody else yet"}; layout ${shown.preset ?? "a template"}`
+        + (shown.recordings?.length ? `; recording ${shown.recordings[0].file}` : ""));
+  }
+  // Admin: the recordings list answers only an admin token (or a host without auth).
+  try {
+    await api("GET", `/v1/rooms/${room}/recordings`);
+    state.admin = true;
+  } catch (_) { state.admin = false; }
+  $("admin").hidden = !state.admin;
+  if (state.admin) { listRecordings(); loadEditor(); }
+  listDevices();
+  state.poll = setInterval(refreshRoom, 1000);
 }
 
 // The host is ICE-lite and announces its own candidate: an offer needs only what is gathered.
@@ -147,11 +318,14 @@ async function recover(pc) {
   if (state.recovering || state.pc !== pc) return;
   state.recovering = true;
   try {
+    connection("reconnecting", "Reconnecting…");
     status("Connection lost: restarting ICE…");
     await renegotiate(pc, { iceRestart: true });
     if (!await waitFor(() => pc.connectionState === "connected", 10000)) throw new Error("the ICE restart did not reconnect");
+    connection("connected", "Connected");
     status("Connection: connected (restored)");
   } catch (error) {
+    connection("reconnecting", "Joining again…");
     status(`Connection lost (${error.message}): joining again…`);
     await leave();
     $("join").requestSubmit();
@@ -163,31 +337,180 @@ async function recover(pc) {
 async function leave() {
   if (state.location) { try { await api("DELETE", state.location); } catch (_) { /* already gone */ } }
   state.events?.close();
-  state.pc?.getSenders().forEach((sender) => sender.track?.stop());
+  clearInterval(state.poll);
+  state.local?.getTracks().forEach((track) => track.stop());
+  state.share?.track.stop();
   state.pc?.close();
-  Object.assign(state, { pc: null, location: null, events: null, room: null, recording: null });
+  Object.assign(state, { pc: null, location: null, pid: null, events: null, room: null, recording: null, local: null, share: null,
+                         pinned: null, pinTransceiver: null, admin: false, poll: null });
   state.people.clear();
+  state.notHeard.clear();
   renderPeople();
+  showPinned(null);
   $("self").hidden = true;
+  $("lobby").hidden = false;
+  $("admin").hidden = true;
+  $("recordingBadge").hidden = true;
+  $("roomTitle").textContent = "";
   $("joinButton").disabled = false;
-  $("leaveButton").disabled = true;
-  for (const button of document.querySelectorAll("[data-preset], #recordStart, #recordStop")) button.disabled = true;
+  for (const id of ["leaveButton", "micButton", "cameraButton", "shareButton"]) $(id).disabled = true;
+  if ($("connection").dataset.state !== "failed") connection("idle", "Not joined");
 }
+
+// --- Your microphone, camera and screen ---------------------------------------------------
+
+function renderToggles() {
+  $("micButton").setAttribute("aria-pressed", String(state.micMuted));
+  $("micButton").textContent = state.micMuted ? "Unmute microphone" : "Mute microphone";
+  $("cameraButton").setAttribute("aria-pressed", String(state.cameraOff));
+  $("cameraButton").textContent = state.cameraOff ? "Start camera" : "Stop camera";
+  $("shareButton").setAttribute("aria-pressed", String(!!state.share));
+  $("shareButton").textContent = state.share ? "Stop sharing" : "Share screen";
+}
+
+// Muting is said to the host (its `muted`: the room stops mixing you, your tile shows your
+// placeholder, everyone gets the event) and done at the source (the track sends silence or black).
+async function setMuted(kind, muted) {
+  try {
+    await api("PATCH", state.location, JSON.stringify({ muted: { [kind]: muted } }), "application/json");
+    for (const track of kind === "audio" ? state.local.getAudioTracks() : state.local.getVideoTracks()) track.enabled = !muted;
+    if (kind === "audio") state.micMuted = muted; else state.cameraOff = muted;
+    renderToggles();
+    refreshRoom();
+  } catch (error) { message(`${kind === "audio" ? "Microphone" : "Camera"}: ${error.message}`); }
+}
+
+// A screen share is a second sending video m-line, added by renegotiation and stopped by it;
+// the browser's own "stop sharing" ends it the same way.
+async function toggleShare() {
+  if (state.share) return stopShare();
+  let stream;
+  try {
+    stream = await navigator.mediaDevices.getDisplayMedia({ video: { frameRate: 15 }, audio: false });
+  } catch (error) {
+    message(error.name === "NotAllowedError" ? "Screen sharing was not allowed." : `Screen sharing: ${error.message}`);
+    return;
+  }
+  const track = stream.getVideoTracks()[0];
+  try {
+    const transceiver = state.pc.addTransceiver(track, { direction: "sendonly", streams: [stream] });
+    state.share = { track, transceiver };
+    track.addEventListener("ended", () => state.share?.track === track && stopShare());
+    renderToggles();
+    await renegotiate(state.pc);
+    log("sharing the screen");
+  } catch (error) {
+    message(`Screen sharing: ${error.message}`);
+    await stopShare();
+  }
+}
+
+async function stopShare() {
+  const share = state.share;
+  if (!share) return;
+  state.share = null;
+  renderToggles();
+  share.track.stop();
+  try {
+    share.transceiver.stop();
+    if (state.pc) await renegotiate(state.pc);
+  } catch (error) { log(`stopping the share: ${error.message}`); }
+}
+
+// Devices: a new microphone or camera replaces the track being sent (no renegotiation);
+// speakers are where the mix plays.
+async function listDevices() {
+  if (!navigator.mediaDevices?.enumerateDevices) return;
+  const devices = await navigator.mediaDevices.enumerateDevices();
+  const fill = (select, kind, current) => {
+    const options = devices.filter((d) => d.kind === kind).map((d, i) => {
+      const option = document.createElement("option");
+      option.value = d.deviceId;
+      option.textContent = d.label || `${kind} ${i + 1}`;
+      option.selected = d.deviceId === current;
+      return option;
+    });
+    select.replaceChildren(...options);
+    select.disabled = options.length === 0;
+  };
+  fill($("micSelect"), "audioinput", state.local?.getAudioTracks()[0]?.getSettings().deviceId);
+  fill($("cameraSelect"), "videoinput", state.local?.getVideoTracks()[0]?.getSettings().deviceId);
+  fill($("speakerSelect"), "audiooutput", $("mix").sinkId);
+  $("speakerSelect").disabled ||= !("setSinkId" in HTMLMediaElement.prototype);
+}
+
+async function useDevice(kind, deviceId) {
+  if (!state.pc || !state.local) return;
+  try {
+    const constraints = kind === "audio" ? { audio: { deviceId: { exact: deviceId } } }
+                                         : { video: { deviceId: { exact: deviceId }, width: 640, height: 360 } };
+    const track = (await navigator.mediaDevices.getUserMedia(constraints)).getTracks()[0];
+    const sender = state.pc.getSenders().find((s) => s.track?.kind === kind && s.track !== state.share?.track);
+    const old = kind === "audio" ? state.local.getAudioTracks()[0] : state.local.getVideoTracks()[0];
+    track.enabled = !(kind === "audio" ? state.micMuted : state.cameraOff);
+    await sender?.replaceTrack(track);
+    if (old) { state.local.removeTrack(old); old.stop(); }
+    state.local.addTrack(track);
+    log(`${kind === "audio" ? "microphone" : "camera"}: ${track.label}`);
+  } catch (error) { message(`Could not switch the ${kind === "audio" ? "microphone" : "camera"}: ${error.message}`); }
+}
+
+// --- Hearing and pinning other guests ----------------------------------------------------
+
+// "Don't hear": the host leaves that guest out of your mix only (seed 002's isEnabled = false).
+async function setHeard(identity, heard) {
+  try {
+    await api("PATCH", state.location, JSON.stringify({ hear: { [identity]: heard } }), "application/json");
+    if (heard) state.notHeard.delete(identity); else state.notHeard.add(identity);
+    renderPeople();
+  } catch (error) { message(`Hearing ${identity}: ${error.message}`); }
+}
+
+// Pin: that guest's own camera, as they send it, on the page's receive-only m-line (a
+// subscription, forwarded without re-encoding), shown large beside the composite.
+async function pin(identity) {
+  try {
+    if (state.pinned) await unpin();
+    const subscription = await (await api("POST", `${state.location}/subscriptions`,
+                                          JSON.stringify({ participant: identity, source: "camera" }), "application/json")).json();
+    state.pinned = identity;
+    showPinned(identity);
+    log(`pinned ${identity} (m-line ${subscription.mid})`);
+  } catch (error) { message(`Pinning ${identity}: ${error.message}`); }
+  renderPeople();
+}
+
+async function unpin() {
+  const identity = state.pinned;
+  if (!identity) return;
+  state.pinned = null;
+  showPinned(null);
+  renderPeople();
+  try { await api("DELETE", `${state.location}/subscriptions/${encodeURIComponent(identity)}/camera?all=1`); } catch (_) { /* ended */ }
+}
+
+function showPinned(identity) {
+  $("pinned").hidden = !identity;
+  $("stage").classList.toggle("pinned", !!identity);
+  const person = identity && state.people.get(identity);
+  $("pinnedCaption").textContent = identity ? `Pinned: ${person?.name || identity}` : "";
+}
+
+// --- Admin: layout, template editor, recordings ---------------------------------------------
 
 async function setLayout(preset) {
   try {
     await api("PUT", `/v1/rooms/${state.room}/layout`, JSON.stringify({ preset }), "application/json");
     log(`layout ${preset}`);
-  } catch (error) { status(`Layout: ${error.message}`); }
+    loadEditor();
+  } catch (error) { message(`Layout: ${error.message}`); }
 }
 
 async function startRecording() {
   try {
-    state.recording = await (await api("POST", `/v1/rooms/${state.room}/recordings`, "{}", "application/json")).json();
-    $("recordStart").disabled = true;
-    $("recordStop").disabled = false;
+    showRecording(await (await api("POST", `/v1/rooms/${state.room}/recordings`, "{}", "application/json")).json());
     log(`recording ${state.recording.file}`);
-  } catch (error) { status(`Recording: ${error.message}`); }
+  } catch (error) { message(`Recording: ${error.message}`); }
 }
 
 async function stopRecording() {
@@ -195,10 +518,149 @@ async function stopRecording() {
   try {
     await api("DELETE", `/v1/rooms/${state.room}/recordings/${state.recording.id}`);
     log(`recording finished: ${state.recording.file}`);
-  } catch (error) { status(`Recording: ${error.message}`); }
-  state.recording = null;
-  $("recordStart").disabled = false;
-  $("recordStop").disabled = true;
+  } catch (error) { message(`Recording: ${error.message}`); }
+  showRecording(null);
+  listRecordings();
+}
+
+async function listRecordings() {
+  try {
+    const { recordings } = await (await api("GET", `/v1/rooms/${state.room}/recordings`)).json();
+    $("recordings").replaceChildren(...recordings.map((r) => {
+      const item = document.createElement("li");
+      const what = document.createElement("span");
+      const seconds = r.duration != null ? `${Math.round(r.duration)} s` : "";
+      const size = r.size != null ? `${(r.size / 1e6).toFixed(1)} MB` : "";
+      what.textContent = [r.file, r.state, seconds, size].filter(Boolean).join(" · ");
+      item.append(what);
+      if (r.state === "finished") {
+        const get = button("Download", () => download(r.file));
+        get.dataset.file = r.file;
+        get.setAttribute("aria-label", `Download ${r.file}`);
+        item.append(get);
+      }
+      return item;
+    }));
+  } catch (error) { log(`recordings: ${error.message}`); }
+}
+
+// Fetched with the token (a plain link could not send it), then saved under its name.
+async function download(file) {
+  try {
+    const blob = await (await api("GET", `/v1/recordings/${encodeURIComponent(file)}`)).blob();
+    const link = Object.assign(document.createElement("a"), { href: URL.createObjectURL(blob), download: file });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 60000);
+    log(`downloaded ${file}`);
+  } catch (error) { message(`Download: ${error.message}`); }
+}
+
+// The template editor: the layout in use as tiles on a 16:9 board, moved by dragging (the
+// corner grip resizes) or by the arrow keys (Shift resizes), put in use by Save (PUT layout).
+const editor = { template: null };
+
+async function loadEditor() {
+  try {
+    editor.template = await (await api("GET", `/v1/rooms/${state.room}/layout`)).json();
+  } catch (error) {
+    if (error.status !== 404) log(`layout: ${error.message}`);
+    editor.template = { canvas: { width: 1280, height: 720 }, positions: [] };
+  }
+  const known = new Set(editor.template.positions.map((p) => p.participant));
+  // Guests the layout in use has no tile for get one to place.
+  for (const person of state.people.values()) {
+    if (!known.has(person.identity)) editor.template.positions.push({ participant: person.identity, source: "camera",
+                                                                      rect: { x: 0.35, y: 0.35, width: 0.3, height: 0.3 } });
+  }
+  renderEditor();
+}
+
+function renderEditor() {
+  const board = $("editor");
+  board.style.aspectRatio = `${editor.template.canvas.width} / ${editor.template.canvas.height}`;
+  board.replaceChildren(...editor.template.positions.map((position, index) => {
+    const tile = document.createElement("div");
+    tile.className = "tile";
+    tile.tabIndex = 0;
+    tile.dataset.index = index;
+    tile.dataset.participant = position.participant;
+    tile.setAttribute("role", "button");
+    tile.setAttribute("aria-label", `Tile of ${position.participant} (${position.source ?? "camera"}): arrows move it, Shift with arrows resizes it`);
+    tile.textContent = `${position.participant}${position.source === "screen" ? " (screen)" : ""}`;
+    const grip = document.createElement("span");
+    grip.className = "grip";
+    tile.append(grip);
+    placeTile(tile, position.rect);
+    tile.addEventListener("pointerdown", (event) => dragTile(event, tile, position, event.target === grip));
+    tile.addEventListener("keydown", (event) => nudgeTile(event, tile, position));
+    return tile;
+  }));
+}
+
+function placeTile(tile, rect) {
+  Object.assign(tile.style, { left: `${rect.x * 100}%`, top: `${rect.y * 100}%`, width: `${rect.width * 100}%`, height: `${rect.height * 100}%` });
+}
+
+// Keeps a rect on the canvas and at least 5 % each way.
+function clampRect(rect) {
+  const width = Math.min(1, Math.max(0.05, rect.width)), height = Math.min(1, Math.max(0.05, rect.height));
+  const round = (v) => Math.round(v * 1000) / 1000;
+  return { x: round(Math.min(1 - width, Math.max(0, rect.x))), y: round(Math.min(1 - height, Math.max(0, rect.y))),
+           width: round(width), height: round(height) };
+}
+
+function dragTile(event, tile, position, resizing) {
+  event.preventDefault();
+  tile.focus();
+  const board = $("editor").getBoundingClientRect(), start = { ...position.rect }, x0 = event.clientX, y0 = event.clientY;
+  tile.setPointerCapture(event.pointerId);
+  const move = (e) => {
+    const dx = (e.clientX - x0) / board.width, dy = (e.clientY - y0) / board.height;
+    position.rect = clampRect(resizing ? { ...start, width: start.width + dx, height: start.height + dy }
+                                        : { ...start, x: start.x + dx, y: start.y + dy });
+    placeTile(tile, position.rect);
+  };
+  const end = () => {
+    tile.removeEventListener("pointermove", move);
+    tile.removeEventListener("pointerup", end);
+    tile.removeEventListener("pointercancel", end);
+  };
+  tile.addEventListener("pointermove", move);
+  tile.addEventListener("pointerup", end);
+  tile.addEventListener("pointercancel", end);
+}
+
+function nudgeTile(event, tile, position) {
+  const step = 0.05, moves = { ArrowLeft: [-step, 0], ArrowRight: [step, 0], ArrowUp: [0, -step], ArrowDown: [0, step] };
+  const move = moves[event.key];
+  if (!move) return;
+  event.preventDefault();
+  const r = position.rect;
+  position.rect = clampRect(event.shiftKey ? { ...r, width: r.width + move[0], height: r.height + move[1] }
+                                           : { ...r, x: r.x + move[0], y: r.y + move[1] });
+  placeTile(tile, position.rect);
+}
+
+async function saveTemplate() {
+  if (!editor.template) return;
+  try {
+    const template = { canvas: editor.template.canvas, positions: editor.template.positions };
+    editor.template = await (await api("PUT", `/v1/rooms/${state.room}/layout`, JSON.stringify(template), "application/json")).json();
+    renderEditor();
+    log("template saved");
+  } catch (error) { message(`Template: ${error.message}`); }
+}
+
+// --- The landing page: the rooms open now (when the host lists them to this visitor) ------
+
+async function listRooms() {
+  try {
+    const { rooms } = await (await api("GET", "/v1/rooms")).json();
+    $("roomList").replaceChildren(...rooms.map((r) => Object.assign(document.createElement("option"), { value: r.name })));
+    $("rooms").textContent = rooms.length ? `Open now: ${rooms.map((r) => `${r.name} (${r.participants})`).join(", ")}` : "No room is open yet.";
+  } catch (_) { $("rooms").textContent = ""; }
 }
 
 // --- Self-check: what this page receives, for diagnosis from the browser's console --------
@@ -262,10 +724,10 @@ async function toneLevels(frequencies, ms = 600) {
   };
 }
 
-// The composite's colour around a point given as fractions of its size: the median of a patch
+// The composite's (or another <video>'s) colour around a point given as fractions of its size: the median of a patch
 // of 1/20 of the picture each way, as [r, g, b] and #rrggbb.
-function colourAt(x, y) {
-  const video = $("composite"), width = video.videoWidth, height = video.videoHeight;
+function colourAt(x, y, videoId = "composite") {
+  const video = $(videoId), width = video.videoWidth, height = video.videoHeight;
   if (!width || !height) return null;
   const canvas = check.canvas ??= document.createElement("canvas");
   Object.assign(canvas, { width, height });
@@ -283,6 +745,12 @@ function colourAt(x, y) {
   return { x, y, rgb, hex: "#" + rgb.map((v) => v.toString(16).padStart(2, "0")).join("") };
 }
 
+// Whether a video inbound-rtp report is the composite's (not a pinned guest's camera).
+function isComposite(report) {
+  const track = $("composite").srcObject?.getVideoTracks()[0];
+  return !track || !report.trackIdentifier || report.trackIdentifier === track.id;
+}
+
 async function selfCheck({ tones = [], points = [] } = {}) {
   const video = $("composite");
   const result = {
@@ -296,7 +764,7 @@ async function selfCheck({ tones = [], points = [] } = {}) {
     // encoding of the composite when that is low.
     if (report.type === "candidate-pair" && report.nominated) result.incomingBitrateEstimate = report.availableIncomingBitrate;
     if (report.type !== "inbound-rtp") continue;
-    if (report.kind === "video") {
+    if (report.kind === "video" && isComposite(report)) {
       Object.assign(result.composite, { framesDecoded: report.framesDecoded ?? 0, keyFramesDecoded: report.keyFramesDecoded ?? 0,
                                         packetsLost: report.packetsLost ?? 0, decodedSize: `${report.frameWidth}x${report.frameHeight}` });
     } else if (report.kind === "audio") {
@@ -316,7 +784,7 @@ async function restartIce() {
     let responses = 0, frames = 0;
     for (const report of (await state.pc?.getStats())?.values() ?? []) {
       if (report.type === "candidate-pair") responses += report.responsesReceived ?? 0;
-      if (report.type === "inbound-rtp" && report.kind === "video") frames = report.framesDecoded ?? 0;
+      if (report.type === "inbound-rtp" && report.kind === "video" && isComposite(report)) frames = report.framesDecoded ?? 0;
     }
     return { responses, frames };
   };
@@ -396,7 +864,7 @@ async function rejoinAfterLostSession(ms = 15000) {
   const rejoined = await waitFor(() => state.pc && state.pc !== pc && state.pc.connectionState === "connected", ms);
   const frames = async () => {
     for (const report of (await state.pc?.getStats())?.values() ?? []) {
-      if (report.type === "inbound-rtp" && report.kind === "video") return report.framesDecoded ?? 0;
+      if (report.type === "inbound-rtp" && report.kind === "video" && isComposite(report)) return report.framesDecoded ?? 0;
     }
     return 0;
   };
@@ -406,21 +874,50 @@ async function rejoinAfterLostSession(ms = 15000) {
            status: $("status").textContent, before, after: await frames() };
 }
 
-window.tessera = { selfCheck, toneLevels, colourAt, restartIce, addAndStopVideo, muteCameraBySender, rejoinAfterLostSession };
+// What a person sees, for tests and diagnosis: the pinned guest's picture (its size and the
+// colour at its centre), the controls' states, the people listed and the messages shown.
+function meetingCheck() {
+  const pinned = $("pinnedVideo");
+  return {
+    connection: $("connection").dataset.state, message: $("message").textContent,
+    micMuted: state.micMuted, cameraOff: state.cameraOff, sharing: !!state.share, admin: !$("admin").hidden,
+    recording: !$("recordingBadge").hidden, pinned: state.pinned,
+    pinnedVideo: $("pinned").hidden ? null : { width: pinned.videoWidth, height: pinned.videoHeight, centre: colourAt(0.5, 0.5, "pinnedVideo") },
+    people: [...$("people").children].map((li) => ({ identity: li.dataset.identity, speaking: li.classList.contains("speaking"),
+                                                     text: li.textContent })),
+    recordings: [...$("recordings").querySelectorAll("button[data-file]")].map((b) => b.dataset.file),
+    invite: $("invite").value, log: $("log").textContent.split("\n").slice(0, 30),
+  };
+}
+
+window.tessera = { selfCheck, toneLevels, colourAt, meetingCheck, restartIce, addAndStopVideo, muteCameraBySender, rejoinAfterLostSession };
 
 $("join").addEventListener("submit", join);
 $("leaveButton").addEventListener("click", leave);
-for (const button of document.querySelectorAll("[data-preset]")) {
-  button.addEventListener("click", () => setLayout(button.dataset.preset));
+$("micButton").addEventListener("click", () => setMuted("audio", !state.micMuted));
+$("cameraButton").addEventListener("click", () => setMuted("video", !state.cameraOff));
+$("shareButton").addEventListener("click", toggleShare);
+$("micSelect").addEventListener("change", (e) => useDevice("audio", e.target.value));
+$("cameraSelect").addEventListener("change", (e) => useDevice("video", e.target.value));
+$("speakerSelect").addEventListener("change", (e) => $("mix").setSinkId?.(e.target.value).catch((error) => message(`Speakers: ${error.message}`)));
+$("copyInvite").addEventListener("click", async () => {
+  try { await navigator.clipboard.writeText($("invite").value); log("invite link copied"); } catch (_) {
+    $("invite").select();   // no clipboard here (an insecure page): selected for Ctrl+C
+  }
+});
+for (const preset of document.querySelectorAll("[data-preset]")) {
+  preset.addEventListener("click", () => setLayout(preset.dataset.preset));
 }
 $("recordStart").addEventListener("click", startRecording);
 $("recordStop").addEventListener("click", stopRecording);
+$("editorLoad").addEventListener("click", loadEditor);
+$("editorSave").addEventListener("click", saveTemplate);
 window.addEventListener("pagehide", leave);
 
-// `/?room=R&identity=I[&name=N][&token=T][&autojoin=1]` fills the form (and joins): links to
-// share, and what the interop test opens.
+// `/?room=R&identity=I[&name=N][&token=T][&autojoin=1]` fills the form (and joins): the invite
+// link, and what the interop tests open.
 {
   const query = new URLSearchParams(location.search);
   for (const field of ["room", "identity", "name", "token"]) if (query.has(field)) $(field).value = query.get(field);
-  if (query.get("autojoin") === "1") $("join").requestSubmit();
+  if (query.get("autojoin") === "1") $("join").requestSubmit(); else listRooms();
 }
