@@ -19,6 +19,15 @@ import Wire
 /// stream: its decoder takes the switch as it takes any packet, at the cost of a frame of
 /// mismatched prediction, which is far cheaper than one encoder per listener (measured: `tessera bench opus-encode-5`).
 ///
+/// Top K: a mix holds at most `Configuration.maxVoices` voices, the loudest sounding ones, so a
+/// room where everyone makes sound still encodes at most K + 1 distinct mixes (everyone's, and
+/// one without each voice for that voice itself), plus those of listeners who chose not to hear
+/// someone. The choice has hysteresis: a voice keeps its place through pauses between words
+/// (`voiceHold`), and one outside takes the place of the quietest inside only when it is
+/// `voiceSwitchMarginDb` louder (levels held with a slow release), so voices do not flicker in and
+/// out. A voice left out is in no mix, its own listener's included: nobody hears themselves, and
+/// `notHeard` holds as before.
+///
 /// Mixing is `MixBus`'s, the one `MixMinus` uses too: the sounding frames summed once in Int32,
 /// then for each key the frames it leaves out taken back out, and the mix brought back to Int16
 /// with the key's own `SoftLimiter`. Not `Sendable`:
@@ -37,15 +46,26 @@ public final class RoomAudioMixer<Member: Hashable> {
         public var encoderIdleTimeout: Duration
         /// A deliberate fault for tests of checkers: a listener's mix holds its own voice too.
         public var returnsOwnVoice: Bool
+        /// The most voices a mix holds (the loudest); 0 for no bound.
+        public var maxVoices: Int
+        /// How much louder (dB, held level) a voice outside the mixes must be than the quietest
+        /// inside to take its place.
+        public var voiceSwitchMarginDb: Double
+        /// How long a chosen voice keeps its place while it is silent (a pause between words).
+        public var voiceHold: Duration
 
         /// The defaults above.
         public init(encoder: OpusEncoder.Configuration = .init(channels: 1, application: .voip, bitrate: 32_000, complexity: 5,
                                                                 expectedPacketLossPercent: 0),
-                    speakingThreshold: Double = 100 * 100, encoderIdleTimeout: Duration = .seconds(2), returnsOwnVoice: Bool = false) {
+                    speakingThreshold: Double = 100 * 100, encoderIdleTimeout: Duration = .seconds(2), returnsOwnVoice: Bool = false,
+                    maxVoices: Int = 3, voiceSwitchMarginDb: Double = 6, voiceHold: Duration = .milliseconds(500)) {
             self.encoder = encoder
             self.speakingThreshold = speakingThreshold
             self.encoderIdleTimeout = encoderIdleTimeout
             self.returnsOwnVoice = returnsOwnVoice
+            self.maxVoices = maxVoices
+            self.voiceSwitchMarginDb = voiceSwitchMarginDb
+            self.voiceHold = voiceHold
         }
     }
 
@@ -92,6 +112,13 @@ public final class RoomAudioMixer<Member: Hashable> {
     public private(set) var levelsLastTick: [Member: Double] = [:]
     /// Members counted as sounding in the last tick.
     public private(set) var soundingLastTick: Set<Member> = []
+    /// The voices chosen for the mixes (at most `maxVoices`), in the order they were chosen; one
+    /// silent for less than `voiceHold` keeps its place.
+    public private(set) var voices: [Member] = []
+    /// Each chosen or sounding member's level with a slow release (dBov), and when it last sounded.
+    private var heldLevels: [Member: (level: Double, sounded: Instant)] = [:]
+    /// How fast a held level falls, in dB a tick (25 dB a second).
+    private static var levelReleasePerTick: Double { 0.5 }
     /// Whether each tick also makes the whole room's mix (everyone sounding), for recordings.
     public var producesRoomMix = false
     /// The whole room's mix of the last tick, when `producesRoomMix`.
@@ -138,6 +165,8 @@ public final class RoomAudioMixer<Member: Hashable> {
     public func remove(_ member: Member) {
         guard members.removeValue(forKey: member) != nil else { return }
         order.removeAll { $0 == member }
+        voices.removeAll { $0 == member }
+        heldLevels[member] = nil
     }
 
     /// Mixes and encodes the tick at `now` (call every 20 ms): each listening member's Opus
@@ -163,6 +192,7 @@ public final class RoomAudioMixer<Member: Hashable> {
             }
         }
         soundingLastTick = sounding
+        sounding = chooseVoices(from: sounding, now: now)
         bus.clear()
         for member in order where sounding.contains(member) {
             if let frame = frames[member] { bus.add(frame) }
@@ -203,6 +233,37 @@ public final class RoomAudioMixer<Member: Hashable> {
         encodeFailures += failed.count
         dropIdleChannels(now: now)
         return packets
+    }
+
+    /// The sounding voices the mixes hold this tick: all of them while they are at most
+    /// `maxVoices`; else the chosen ones (see the type's comment).
+    private func chooseVoices(from sounding: Set<Member>, now: Instant) -> Set<Member> {
+        for member in sounding {
+            let level = levelsLastTick[member] ?? -127
+            heldLevels[member] = (max(level, (heldLevels[member]?.level ?? -127) - Self.levelReleasePerTick), now)
+        }
+        for (member, held) in heldLevels where !sounding.contains(member) {
+            heldLevels[member]?.level = held.level - Self.levelReleasePerTick
+        }
+        let hold = configuration.voiceHold
+        // A voice silent past its hold, or gone, loses its place (and its held level).
+        voices.removeAll { member in heldLevels[member].map { now - $0.sounded >= hold } ?? true }
+        heldLevels = heldLevels.filter { sounding.contains($0.key) || voices.contains($0.key) }
+        let limit = configuration.maxVoices
+        let level = { (member: Member) in self.heldLevels[member]?.level ?? -127 }
+        var others = order.filter { sounding.contains($0) && !voices.contains($0) }.sorted { level($0) > level($1) }
+        if limit <= 0 {
+            voices += others
+            return sounding
+        }
+        while voices.count < limit, !others.isEmpty { voices.append(others.removeFirst()) }
+        // The loudest outside takes the quietest's place only when clearly louder; then the next.
+        for candidate in others {
+            guard let quietest = voices.indices.min(by: { level(voices[$0]) < level(voices[$1]) }),
+                  level(candidate) > level(voices[quietest]) + configuration.voiceSwitchMarginDb else { break }
+            voices[quietest] = candidate
+        }
+        return sounding.intersection(voices)
     }
 
     /// The mix of `key` (this tick's sum, less the frames `left` out), limited and encoded with

@@ -57,6 +57,7 @@ struct LoadChecks {
     }
 
     var speakersHeard: Check {
+        if options.maxVoices > 0 && options.speakers > options.maxVoices { return loudestHeard }
         var problems: [String] = []
         var judged = 0
         for (identity, result) in zip(identities, results) {
@@ -70,6 +71,26 @@ struct LoadChecks {
         }
         if options.speakers > 0 && judged == 0 { problems.append("no participant heard long enough to judge") }
         return named("everyone hears every other speaker", problems, passed: "\(judged) listener-speaker pairs")
+    }
+
+    /// More speakers than the host mixes (Top K, all at one loudness): each listener hears K of
+    /// them steadily (K - 1 when it is one of the chosen, its own voice being left out of its
+    /// mix), and no more; which K is the host's choice.
+    private var loudestHeard: Check {
+        var problems: [String] = []
+        var judged = 0
+        let limit = options.maxVoices
+        for (identity, result) in zip(identities, results) {
+            let expected = result.framesExpectingSpeaker.filter { $0.value >= Self.minimumFrames }
+            guard expected.count >= limit else { continue }
+            judged += 1
+            let heard = expected.keys.filter { Double(result.framesHearingSpeaker[$0] ?? 0) / Double(expected[$0] ?? 1) >= Self.heardShare }
+            if heard.count > limit || heard.count < limit - 1 {
+                problems.append("\(identity) hears \(heard.count) speakers steadily (\(heard.sorted().map { "load-\($0)" }.joined(separator: ", "))), want \(limit - 1) or \(limit)")
+            }
+        }
+        if judged == 0 { problems.append("no participant heard long enough to judge") }
+        return named("everyone hears the \(limit) loudest speakers", problems, passed: "\(judged) listeners")
     }
 
     var audioArrives: Check {

@@ -25,6 +25,9 @@ public struct LoadOptions: Sendable, Equatable {
     public var video: VideoFormat? = VideoFormat(width: 640, height: 360, framesPerSecond: 30)
     /// Participants that send a tone (the first K); the others send silence.
     public var speakers = 3
+    /// The most voices the host mixes (its `audio.maxVoices`; 0 for no bound): with more
+    /// speakers than that, a listener is checked to hear that many of them steadily, no more.
+    public var maxVoices = 3
     /// Leaves per second (each leaver rejoins a second later); 0 for none.
     public var churn = 0.0
     /// Whether audio packets carry their RFC 6464 level, as browsers send it (off: as peers
@@ -75,7 +78,7 @@ public struct LoadOptions: Sendable, Equatable {
 
     public static let usage = """
         usage: tessera load [--url http://127.0.0.1:8080] [--room load] [--participants 10] [--duration 30s]
-                            [--join-rate 10] [--video 640x360@30|off] [--speakers 3] [--churn 0]
+                            [--join-rate 10] [--video 640x360@30|off] [--speakers 3] [--max-voices 3] [--churn 0]
                             [--audio-levels on|off] [--decoders 2] [--report PATH|none] [--max-audio-latency 500ms]
                             [--max-video-latency 800ms] [--max-loss 2%] [--allow-remote] [--quiet]
                             [--loss 5%] [--burst 3] [--jitter 50ms] [--reorder 1%] [--seed 1] [--blackout 10s]
@@ -83,7 +86,8 @@ public struct LoadOptions: Sendable, Equatable {
         Synthetic participants join the room, send their tone and colour, check what they receive,
         and report: a table on standard output, and PATH.json and PATH.html (by default
         reports/tessera-load-YYYYMMDD-HHMMSS under the working directory; --report none writes
-        none). --loss, --burst, --jitter and --reorder put each participant's media (RTP and RTCP,
+        none). --max-voices K is the host's audio.maxVoices (3; 0 for no bound): with more speakers
+        than K, each listener must hear K of them steadily (K - 1 for a chosen speaker), no more. --loss, --burst, --jitter and --reorder put each participant's media (RTP and RTCP,
         both ways) through a seeded lossy network; the loss check then allows the loss given plus
         --max-loss. --blackout AT drops everything every participant sends and receives for 2 s
         from AT into the run, and reports how soon the mix and the composite came back (the freeze
@@ -134,6 +138,9 @@ public struct LoadOptions: Sendable, Equatable {
             case "speakers":
                 guard let count = Int(value), (0...20).contains(count) else { throw bad("a count from 0 to 20") }
                 speakers = count
+            case "max-voices":
+                guard let count = Int(value), (0...64).contains(count) else { throw bad("a count from 0 (no bound) to 64") }
+                maxVoices = count
             case "churn":
                 guard let rate = Double(value), rate >= 0, rate <= 100 else { throw bad("leaves per second, from 0 to 100") }
                 churn = rate

@@ -61,6 +61,83 @@ import WireTesting
         return (mixer, members)
     }
 
+    /// Like `run`, but each speaking member sends its own tone at its own amplitude.
+    private func run(_ mixer: RoomAudioMixer<String>, _ members: [String: Member], voices: [String: (hz: Double, amplitude: Double)],
+                     ticks range: Range<Int>, keep: Int = 0) throws {
+        for tick in range {
+            let now = Instant(nanoseconds: 1_000_000_000) + .milliseconds(20 * tick)
+            for (name, voice) in voices.sorted(by: { $0.key < $1.key }) {
+                guard let member = members[name] else { continue }
+                let packet = try member.encoder.encode(toneFrame(voice.hz, frame: tick, amplitude: voice.amplitude))
+                member.receiver.receive(payload: packet, sequenceNumber: UInt16(truncatingIfNeeded: tick),
+                                        timestamp: UInt32(truncatingIfNeeded: tick * 960), arrival: now)
+            }
+            let packets = mixer.tick(now: now)
+            for (name, member) in members {
+                guard let packet = packets[name] else { continue }
+                let frame = try member.decoder.decode(packet)
+                if tick >= keep { member.heard += frame.samples }
+            }
+        }
+    }
+
+    /// Five talk at once, each at its own loudness: the mixes hold the three loudest (K = 3), a
+    /// listener hears those and not the two quietest, the loudest hears the next two and not
+    /// itself, and the room runs K + 1 encoders.
+    @Test func aMixHoldsTheThreeLoudestVoices() throws {
+        let (mixer, members) = try room(["v1", "v2", "v3", "v4", "v5", "listener"])
+        let voices: [String: (hz: Double, amplitude: Double)] = ["v1": (300, 12_000), "v2": (500, 9_000), "v3": (700, 6_000),
+                                                                 "v4": (900, 2_000), "v5": (1_100, 1_500)]
+        try run(mixer, members, voices: voices, ticks: 0..<40, keep: 15)
+        #expect(Set(mixer.voices) == ["v1", "v2", "v3"])
+        #expect(mixer.soundingLastTick.count == 5)
+        #expect(mixer.encodersRunning == 4, "the everyone mix and one without each voice")
+        let listener = try #require(members["listener"]), v1 = try #require(members["v1"])
+        let power = { (heard: [Int16], name: String) in tonePower(heard, frequency: voices[name]?.hz ?? 0) }
+        for loud in ["v1", "v2", "v3"] {
+            for quiet in ["v4", "v5"] {
+                #expect(power(listener.heard, loud) > 30 * power(listener.heard, quiet), "the listener hears \(loud), not \(quiet)")
+            }
+        }
+        #expect(power(v1.heard, "v2") > 30 * power(v1.heard, "v1"), "v1 does not hear itself")
+        #expect(power(v1.heard, "v3") > 30 * power(v1.heard, "v4"), "v1 hears the chosen voices only")
+    }
+
+    /// Hysteresis: a fourth voice a little louder than the quietest chosen one stays out; one
+    /// clearly louder (over the 6 dB margin) takes its place.
+    @Test func aVoiceTakesAPlaceOnlyWhenClearlyLouder() throws {
+        let (mixer, members) = try room(["a", "b", "c", "d", "listener"])
+        var voices: [String: (hz: Double, amplitude: Double)] = ["a": (300, 8_000), "b": (500, 8_000), "c": (700, 6_000)]
+        try run(mixer, members, voices: voices, ticks: 0..<20)
+        #expect(Set(mixer.voices) == ["a", "b", "c"])
+        voices["d"] = (900, 7_000)   // +1.3 dB over c
+        try run(mixer, members, voices: voices, ticks: 20..<45)
+        #expect(Set(mixer.voices) == ["a", "b", "c"], "a small lead does not move a voice out")
+        voices["d"] = (900, 16_000)  // +8.5 dB over c
+        try run(mixer, members, voices: voices, ticks: 45..<70)
+        #expect(Set(mixer.voices) == ["a", "b", "d"], "the clearly louder voice takes the quietest one's place")
+        // c falls silent; it keeps nothing, and with three left sounding everyone is in.
+        voices["c"] = nil
+        try run(mixer, members, voices: voices, ticks: 70..<110)
+        #expect(Set(mixer.voices) == ["a", "b", "d"])
+    }
+
+    /// With no bound (0), every sounding voice is mixed.
+    @Test func maxVoicesZeroMixesEveryone() throws {
+        let mixer = RoomAudioMixer<String>(configuration: .init(maxVoices: 0))
+        var members: [String: Member] = [:]
+        for name in ["v1", "v2", "v3", "v4", "listener"] {
+            let member = try Member(name)
+            members[name] = member
+            mixer.add(name, receiver: member.receiver)
+        }
+        let voices: [String: (hz: Double, amplitude: Double)] = ["v1": (300, 8_000), "v2": (500, 8_000), "v3": (700, 8_000), "v4": (900, 2_000)]
+        try run(mixer, members, voices: voices, ticks: 0..<30, keep: 10)
+        #expect(Set(mixer.voices) == ["v1", "v2", "v3", "v4"])
+        let listener = try #require(members["listener"])
+        #expect(tonePower(listener.heard, frequency: 900) > 0.01 * tonePower(listener.heard, frequency: 300))
+    }
+
     @Test func eachMemberHearsTheOtherTwoTonesAndNotItsOwn() throws {
         let (mixer, members) = try room(["a", "b", "c"])
         try run(mixer, members, speaking: ["a", "b", "c"], ticks: 0..<35, keep: 10)
