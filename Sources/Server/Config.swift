@@ -120,6 +120,13 @@ public struct HostConfig: Sendable, Equatable {
         }
     }
 
+    /// The host's log (`HostLog`): its format and the least level written.
+    public struct Log: Sendable, Equatable {
+        public var format = HostLog.Format.text
+        public var level = HostLog.Level.info
+        public init() {}
+    }
+
     public var http = HTTP()
     public var media = Media()
     public var auth = Auth()
@@ -127,6 +134,7 @@ public struct HostConfig: Sendable, Equatable {
     public var recordings = Recordings()
     public var video = Video()
     public var testing = Testing()
+    public var log = Log()
 
     public init() {}
 
@@ -183,6 +191,7 @@ public struct HostConfig: Sendable, Equatable {
         "testing": .object(["faults": .array(.string), "impair": .object([
             "loss": .number, "burst": .number, "delay": .string, "jitter": .string, "reorder": .number, "seed": .integer,
         ])]),
+        "log": .object(["format": .string, "level": .string]),
     ])
 
     /// Reads and checks a config file. A missing path gives the defaults.
@@ -286,7 +295,7 @@ public struct HostConfig: Sendable, Equatable {
 
 // Decoding keeps the default of every field the file leaves out.
 extension HostConfig: Codable {
-    enum CodingKeys: String, CodingKey { case http, media, auth, limits, recordings, video, testing }
+    enum CodingKeys: String, CodingKey { case http, media, auth, limits, recordings, video, testing, log }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         http = try c.decodeIfPresent(HTTP.self, forKey: .http) ?? HTTP()
@@ -296,6 +305,26 @@ extension HostConfig: Codable {
         recordings = try c.decodeIfPresent(Recordings.self, forKey: .recordings) ?? Recordings()
         video = try c.decodeIfPresent(Video.self, forKey: .video) ?? Video()
         testing = try c.decodeIfPresent(Testing.self, forKey: .testing) ?? Testing()
+        log = try c.decodeIfPresent(Log.self, forKey: .log) ?? Log()
+    }
+}
+extension HostConfig.Log: Codable {
+    enum CodingKeys: String, CodingKey { case format, level }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        if let text = try c.decodeIfPresent(String.self, forKey: .format) {
+            guard let format = HostLog.Format(rawValue: text) else {
+                throw DecodingError.dataCorruptedError(forKey: .format, in: c, debugDescription: #"must be "text" or "json", not "\#(text.prefix(32))""#)
+            }
+            self.format = format
+        }
+        if let text = try c.decodeIfPresent(String.self, forKey: .level) {
+            // The config chooses how much detail: warnings and errors are always written.
+            guard let level = HostLog.Level(rawValue: text), level <= .info else {
+                throw DecodingError.dataCorruptedError(forKey: .level, in: c, debugDescription: #"must be "info" or "debug", not "\#(text.prefix(32))""#)
+            }
+            self.level = level
+        }
     }
 }
 extension HostConfig.Testing: Codable {

@@ -13,7 +13,8 @@ public final class HostAPI: Sendable {
     /// Echo sessions by id, and the rooms; touched only on the media loop thread.
     let echoes: LoopConfined<[String: EchoSession]>
     let rooms: LoopConfined<RoomDirectory>
-    let events = RoomEventHub()
+    let events: RoomEventHub
+    let log: HostLog
     static let maxEchoSessions = 64
     /// The web page's files, read once (docs/api.md: `GET /` is the page).
     let page: [String: (type: String, bytes: [UInt8])]
@@ -25,8 +26,11 @@ public final class HostAPI: Sendable {
     let recordingsFolder: String
 
     init(media: MediaHost, limits: HostConfig.Limits, secret: String?, video: HostConfig.Video = HostConfig.Video(),
-         recordingsFolder: String = "recordings", faults: Set<HostConfig.Testing.Fault> = []) {
+         recordingsFolder: String = "recordings", faults: Set<HostConfig.Testing.Fault> = [], log: HostLog) {
         self.media = media
+        self.log = log
+        let events = RoomEventHub(log: log)
+        self.events = events
         self.recordingsFolder = recordingsFolder
         self.secret = secret?.isEmpty == false ? secret : nil
         var page: [String: (type: String, bytes: [UInt8])] = [:]
@@ -38,7 +42,7 @@ public final class HostAPI: Sendable {
         self.page = page
         echoes = LoopConfined([:], on: media.loop)
         rooms = LoopConfined(RoomDirectory(limits: .init(maxRooms: limits.maxRooms, maxParticipantsPerRoom: limits.maxParticipantsPerRoom),
-                                           video: video, faults: faults, events: events), on: media.loop)
+                                           video: video, faults: faults, events: events, log: log), on: media.loop)
     }
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {

@@ -37,13 +37,18 @@ final class HostedRoom {
     private var closed = false
     /// Joins dropped for not connecting within `Room.connectTimeout` (metrics).
     private(set) var expiredJoins = 0
+    private let log: HostLog
+    /// The viewers' identities, by id: the room publishes no events for them, so their joins and
+    /// leaves are logged here.
+    private var viewers: [String: String] = [:]
 
     init(name: String, configuration: RoomConfiguration, port: MediaPort, events: RoomEventHub, recordingLog: RecordingLog,
-         onClose: @escaping (HostedRoom) -> Void) {
+         log: HostLog, onClose: @escaping (HostedRoom) -> Void) {
         self.recordingLog = recordingLog
+        self.log = log
         let labels: TextLabelRenderer?
         do { labels = try TextLabelRenderer() } catch {
-            StartFailures.shared.record("text-renderer", error)  // tiles go without names
+            StartFailures.shared.record("text-renderer", error, log: log, room: name)  // tiles go without names
             labels = nil
         }
         room = Room(name: name, configuration: configuration, labels: labels, wallClock: .reading(port.loop.clock),
@@ -58,6 +63,7 @@ final class HostedRoom {
             self.room.handleTimeout(now: now)
             self.carryOut()
         }
+        log.info("roomOpened", room: name)
     }
 
     /// The encoder threads must not outlive the room, even when the host stops with rooms open.
@@ -73,6 +79,10 @@ final class HostedRoom {
         let id = UUID().uuidString.lowercased()
         let participant = room.join(id: id, identity: identity, name: name, negotiated: accepted.negotiated, isViewer: isViewer,
                                     seed: UInt64.random(in: 0...UInt64.max), now: loop.clock.now())
+        if isViewer {
+            viewers[id] = identity
+            log.info("viewerJoined", room: self.name, participant: identity, ["id": id, "watches": "room"])
+        }
         attach(id, accepted: accepted, transport: transport)
         return participant
     }
@@ -89,6 +99,9 @@ final class HostedRoom {
             carryOut()
             throw error
         }
+        viewers[id] = viewer.identity
+        log.info("viewerJoined", room: name, participant: viewer.identity,
+                 ["id": id, "watches": "\(room.participant(id: publisher)?.identity ?? publisher)/\(source.rawValue)"])
         attach(id, accepted: accepted, transport: transport)
         return viewer
     }
@@ -104,29 +117,39 @@ final class HostedRoom {
     /// `POST …/subscriptions` (`Room.subscribe`).
     func subscribe(_ id: String, to publisher: String, source: VideoSource) throws(SubscriptionError) -> SubscriptionState {
         defer { carryOut() }
-        return try room.subscribe(id, to: publisher, source: source, now: loop.clock.now())
+        let state = try room.subscribe(id, to: publisher, source: source, now: loop.clock.now())
+        log.debug("subscribed", room: name, participant: room.participant(id: id)?.identity,
+                  ["id": id, "track": "\(state.participant)/\(state.source.rawValue)", "mid": state.mid, "count": "\(state.count)"])
+        return state
     }
 
     /// `DELETE …/subscriptions/{publisher}/{source}` (`Room.unsubscribe`).
     func unsubscribe(_ id: String, from publisher: String, source: VideoSource, all: Bool) throws(SubscriptionError) -> Int {
         defer { carryOut() }
-        return try room.unsubscribe(id, from: publisher, source: source, all: all)
+        let count = try room.unsubscribe(id, from: publisher, source: source, all: all)
+        log.debug("unsubscribed", room: name, participant: room.participant(id: id)?.identity,
+                  ["id": id, "track": "\(room.participant(id: publisher)?.identity ?? publisher)/\(source.rawValue)", "count": "\(count)"])
+        return count
     }
 
     /// Removes a participant (DELETE, or its transport failed); idempotent.
     func leave(_ id: String, reason: String = "left") {
-        guard detach(id) else { return }
+        guard detach(id, reason: reason) else { return }
         room.leave(id, reason: reason, now: loop.clock.now())
         carryOut()
         if room.isEmpty { close() }
     }
 
-    /// Closes a participant's transport and forgets it; false when it was not here.
-    private func detach(_ id: String) -> Bool {
+    /// Closes a participant's transport and forgets it; false when it was not here. A viewer's
+    /// leaving is logged here with `reason` (a participant's, from the room's `left` event).
+    private func detach(_ id: String, reason: String) -> Bool {
         guard let peer = peers.removeValue(forKey: id) else { return false }
         links[id] = nil
         sessions[id] = nil
         port.remove(peer)
+        if let identity = viewers.removeValue(forKey: id) {
+            log.info("viewerLeft", room: name, participant: identity, ["id": id, "reason": reason])
+        }
         return true
     }
 
@@ -135,10 +158,11 @@ final class HostedRoom {
     func close() {
         guard !closed else { return }
         closed = true
-        stopAllRecordings()
+        stopAllRecordings(reason: "room closed")
         room.close()
         carryOut()
         timer.cancel()
+        log.info("roomClosed", room: name)
         onClose(self)
     }
 
@@ -153,10 +177,15 @@ final class HostedRoom {
               let transport = port.transport(peer) else { return false }
         sessions[id] = accepted
         defer { carryOut() }
-        if accepted.negotiated.media != previous.negotiated.media {
+        let identity = room.participant(id: id)?.identity
+        let mediaChanged = accepted.negotiated.media != previous.negotiated.media
+        log.debug("renegotiated", room: name, participant: identity,
+                  ["id": id, "sections": "\(accepted.negotiated.media.count)", "mediaChanged": "\(mediaChanged)"])
+        if mediaChanged {
             room.renegotiate(id, negotiated: accepted.negotiated, now: loop.clock.now())
         }
         if accepted.restartsICE(from: previous) {
+            log.debug("iceRestart", room: name, participant: identity, ["id": id])
             transport.restartICE(local: accepted.localICE, remote: accepted.remoteICE, now: loop.clock.now())
             port.changeUfrag(of: peer, to: accepted.localICE.ufrag)
         }
@@ -185,8 +214,12 @@ final class HostedRoom {
     fileprivate func transport(_ id: String, didEmit event: PeerTransport.Event) {
         let now = loop.clock.now()
         switch event {
-        case .iceConnected: room.connected(id)
-        case .secure: room.secure(id, now: now)
+        case .iceConnected(let address):
+            log.debug("iceConnected", room: name, participant: room.participant(id: id)?.identity, ["id": id, "address": address.description])
+            room.connected(id)
+        case .secure:
+            log.debug("secure", room: name, participant: room.participant(id: id)?.identity, ["id": id])
+            room.secure(id, now: now)
         case .rtp(let bytes): room.receiveRTP(bytes, from: id, now: now)
         case .rtcp(let bytes): room.receiveRTCP(bytes, from: id, now: now)
         case .failed(let failure):
@@ -221,17 +254,17 @@ final class HostedRoom {
             case .recordVideo(let frame):
                 for recording in recordings.values { recording.recorder.recordEncodedVideo(frame) }
             case .expired(let id):
-                _ = detach(id)
+                _ = detach(id, reason: "never connected")
                 expiredJoins += 1
             case .closed(let id):
                 // Its last packets (the BYE) leave before its transport goes.
                 if sent { port.flush() }
                 sent = false
-                _ = detach(id)
+                _ = detach(id, reason: "track ended")
             }
         }
         if sent { port.flush() }
-        for failure in room.takeStartFailures() { StartFailures.shared.record(failure.component, failure.error) }
+        for failure in room.takeStartFailures() { StartFailures.shared.record(failure.component, failure.error, log: log, room: name) }
         if let next = room.nextTimeout { timer.arm(at: next) } else { timer.cancel() }
         if room.isEmpty, peers.isEmpty, !closed { close() }
     }
@@ -248,7 +281,7 @@ final class HostedRoom {
         let target = WeakHostedRoom(self)
         let loop = self.loop
         let worker = VideoEncodeWorker(name: "tessera-video-\(kind.rawValue)", configuration: request.configuration,
-                                       scaledTo: request.scaledTo) { frames, _ in
+                                       scaledTo: request.scaledTo, log: log, room: name) { frames, _ in
             loop.execute {
                 guard let hosted = target.room else { return }
                 hosted.room.encoded(frames, kind: kind, generation: generation, now: loop.clock.now())
@@ -284,7 +317,8 @@ final class HostedRoom {
                                      audioTrack: track)
         let start = loop.clock.now()
         do { try recorder.startRecording(fileName: path, now: start) } catch {
-            StartFailures.shared.record("recorder", error)  // the caller answers the request with the reason
+            StartFailures.shared.record("recorder", error, log: log, room: name)  // the caller answers the request with the reason
+            log.warning("recordingFailed", room: name, ["id": id, "file": file, "reason": error.description])
             if recordings.isEmpty { room.stopRoomMix() }
             throw error
         }
@@ -292,6 +326,7 @@ final class HostedRoom {
         let ntp = room.wallClock.ntp(at: start)
         let began = Date(timeIntervalSince1970: ntp.seconds - Double(NTPTimestamp.unixEpochOffsetSeconds))
         recordingLog.started(id: id, room: name, file: file, path: path, at: began)
+        log.info("recordingStarted", room: name, ["id": id, "file": file, "path": path])
         return began
     }
 
@@ -301,15 +336,18 @@ final class HostedRoom {
     }
 
     /// Finishes a recording: the file is complete and playable when this returns; nil when
-    /// there is no such recording.
-    func stopRecording(id: String) throws(RecordingError) -> String? {
+    /// there is no such recording. `reason` is logged: `stopped` (by the API), `room closed`,
+    /// `host stopping`.
+    func stopRecording(id: String, reason: String = "stopped") throws(RecordingError) -> String? {
         guard let recording = recordings.removeValue(forKey: id) else { return nil }
         if recordings.isEmpty { room.stopRoomMix() }
         do { try recording.recorder.stop() } catch {
             recordingLog.ended(id: id, at: Date(), failure: error.description)
+            log.warning("recordingFailed", room: name, ["id": id, "file": recording.file, "reason": error.description])
             throw error
         }
         recordingLog.ended(id: id, at: Date())
+        log.info("recordingStopped", room: name, ["id": id, "file": recording.file, "reason": reason])
         return recording.file
     }
 
@@ -320,12 +358,13 @@ final class HostedRoom {
         if recordings.isEmpty { room.stopRoomMix() }
         let why = recording.recorder.errors.first.map(\.description) ?? "the file could not be written"
         recordingLog.ended(id: id, at: Date(), failure: why)
+        log.warning("recordingFailed", room: name, ["id": id, "file": recording.file, "reason": why])
         events.publish(RoomEvent(.recordingStopped, room: name, reason: "\(recording.file): \(why)"))
     }
 
     /// Finishes every recording (the room closed, or the host is stopping).
-    func stopAllRecordings() {
-        for id in recordings.keys { _ = try? stopRecording(id: id) }
+    func stopAllRecordings(reason: String) {
+        for id in recordings.keys { _ = try? stopRecording(id: id, reason: reason) }
     }
 }
 

@@ -33,6 +33,8 @@ public final class MediaHost: @unchecked Sendable {
 
     /// The bound media address (its port is the real one after asking for 0).
     public var mediaAddress: TransportAddress? { port?.socket.localAddress }
+    /// The bound ICE-TCP address, nil when `media.tcpListen` is off.
+    public var tcpAddress: TransportAddress? { port?.tcpListener?.localAddress }
 
     /// Runs `body` on the loop thread and waits for its result (from an HTTP thread); throws
     /// `EventLoop.CallError` on the loop thread itself, once the host has stopped, or after 10 s.

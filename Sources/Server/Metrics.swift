@@ -13,7 +13,11 @@ extension HostAPI {
             return .success(MetricsSnapshot(rooms: Array(rooms.value.rooms.values), expiredJoins: rooms.value.expiredJoins,
                                             echoSessions: echoes.value.count, port: port))
         }
-        .response { snapshot in .text(200, snapshot.prometheusText, contentType: "text/plain; version=0.0.4") }
+        .response { snapshot in
+            // The process's own figures are read here, on the HTTP thread: reading /proc has no
+            // business on the media loop.
+            .text(200, MetricsSnapshot.prometheusText(MetricsSnapshot.processMetrics() + snapshot.metrics), contentType: "text/plain; version=0.0.4")
+        }
     }
 }
 
@@ -44,7 +48,6 @@ struct MetricsSnapshot: Sendable {
         let encoding = hosted.compactMap(\.encodeStatistics)
         let failures = StartFailures.shared.snapshot
         metrics = [
-            PrometheusMetric("process_cpu_seconds_total", .counter, "User and system CPU time the host process has used.", [("", "\(ProcessCPU.seconds())")]),
             PrometheusMetric("tessera_packets_lost", .gauge, "Packets participants sent that did not arrive (open rooms, RFC 3550 A.3).", [("", "\(everyone.reduce(Int64(0)) { $0 + $1.packetsLost })")]),
             PrometheusMetric("tessera_feedback_sent", .gauge, "RTCP feedback the host sent participants of the open rooms.", [("type=\"nack\"", "\(everyone.reduce(0) { $0 + $1.nacksSent })"), ("type=\"pli\"", "\(everyone.reduce(0) { $0 + $1.keyFrameRequestsSent })")]),
             PrometheusMetric("tessera_packets_resent", .gauge, "Composite and mix packets the open rooms sent again because a receiver asked (NACK, RFC 4585), on RTX where negotiated (RFC 4588).", [("", "\(hosted.reduce(Int64(0)) { $0 + $1.room.packetsResent })")]),
@@ -81,8 +84,30 @@ struct MetricsSnapshot: Sendable {
         ]
     }
 
+    /// The host process's CPU, memory, open files and threads, under the names Prometheus's own
+    /// clients give them (so dashboards made for other processes read them too). A figure that
+    /// cannot be read is left out rather than given as 0.
+    static func processMetrics() -> [PrometheusMetric] {
+        var metrics = [PrometheusMetric("process_cpu_seconds_total", .counter, "User and system CPU time the host process has used.",
+                                        [("", "\(ProcessCPU.seconds())")])]
+        let readings: [(String, String, Int?)] = [
+            ("process_resident_memory_bytes", "Resident memory of the host process, bytes.", ProcessResources.residentBytes()),
+            ("process_open_fds", "Open file descriptors of the host process (sockets included).", ProcessResources.openFileDescriptors()),
+            ("process_max_fds", "The host process's limit on open file descriptors (RLIMIT_NOFILE, systemd's LimitNOFILE).",
+             ProcessResources.maxFileDescriptors()),
+            ("process_threads", "Threads of the host process (one per HTTP connection, one per running encoder, the media loop).",
+             ProcessResources.threads()),
+        ]
+        for (name, help, value) in readings {
+            if let value { metrics.append(PrometheusMetric(name, .gauge, help, [("", "\(value)")])) }
+        }
+        return metrics
+    }
+
     /// The text `GET /metrics` answers: HELP and TYPE, then the samples, for each metric.
-    var prometheusText: String {
+    var prometheusText: String { Self.prometheusText(metrics) }
+
+    static func prometheusText(_ metrics: [PrometheusMetric]) -> String {
         var lines: [String] = []
         for metric in metrics {
             lines.append("# HELP \(metric.name) \(metric.help)")

@@ -16,10 +16,12 @@ final class RoomDirectory {
     private(set) var rooms: [String: HostedRoom] = [:]
     let configuration: RoomConfiguration
     let events: RoomEventHub
+    let log: HostLog
     /// Every recording made, kept after its room closes.
     let recordings = RecordingLog()
 
-    init(limits: Limits, video: HostConfig.Video = HostConfig.Video(), faults: Set<HostConfig.Testing.Fault> = [], events: RoomEventHub) {
+    init(limits: Limits, video: HostConfig.Video = HostConfig.Video(), faults: Set<HostConfig.Testing.Fault> = [], events: RoomEventHub,
+         log: HostLog) {
         self.limits = limits
         var configuration = RoomConfiguration()
         configuration.width = video.width
@@ -36,6 +38,7 @@ final class RoomDirectory {
         configuration.camerasInWrongSlots = faults.contains(.camerasInWrongSlots)
         self.configuration = configuration
         self.events = events
+        self.log = log
     }
 
     /// Why `identity` may not join `room` now, or nil when it may.
@@ -52,7 +55,8 @@ final class RoomDirectory {
     /// The room `name`, opened when it is not.
     func open(_ name: String, port: MediaPort) -> HostedRoom {
         if let hosted = rooms[name] { return hosted }
-        let hosted = HostedRoom(name: name, configuration: configuration, port: port, events: events, recordingLog: recordings) { [weak self] closed in
+        let hosted = HostedRoom(name: name, configuration: configuration, port: port, events: events, recordingLog: recordings,
+                                log: log) { [weak self] closed in
             self?.closedRoomsExpiredJoins += closed.expiredJoins
             if self?.rooms[closed.name] === closed { self?.rooms[closed.name] = nil }
         }

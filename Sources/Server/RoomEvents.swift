@@ -24,11 +24,16 @@ private struct PublishedRoomEvent: Encodable {
 }
 
 /// The open event streams of each room. Published from the media loop, subscribed from HTTP
-/// threads; a lock guards the lists.
+/// threads; a lock guards the lists. Every event published is logged too.
 final class RoomEventHub: @unchecked Sendable {
     private let lock = NSLock()
     private var subscribers: [String: [HTTPEventStream]] = [:]
     static let maxSubscribersPerRoom = 64
+    private let log: HostLog
+
+    init(log: HostLog) {
+        self.log = log
+    }
 
     /// A new stream of `room`'s events; nil when the room has its limit of listeners.
     func subscribe(room: String) -> HTTPEventStream? {
@@ -42,6 +47,7 @@ final class RoomEventHub: @unchecked Sendable {
     }
 
     func publish(_ event: RoomEvent) {
+        logged(event)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let published = PublishedRoomEvent(event, time: Int64(Date().timeIntervalSince1970 * 1000))
@@ -49,6 +55,21 @@ final class RoomEventHub: @unchecked Sendable {
         let text = String(decoding: data, as: UTF8.self)
         let streams = lock.withLock { subscribers[event.room] ?? [] }
         for stream in streams { stream.send(event: event.type.rawValue, data: text) }
+    }
+
+    /// The event in the host's log: joins and leaves at info, the rest (tracks, the speaker,
+    /// layouts) at debug. Recordings are left to `HostedRoom`, which logs them with their file
+    /// and why they ended. The participant is named by identity, its id (the API's pid) beside it.
+    private func logged(_ event: RoomEvent) {
+        let level: HostLog.Level
+        switch event.type {
+        case .joined, .left: level = .info
+        case .recordingStarted, .recordingStopped: return
+        case .trackPublished, .trackEnded, .trackMuted, .trackUnmuted, .trackRendering, .trackStalled, .activeSpeakerChanged, .layoutChanged:
+            level = .debug
+        }
+        log.log(level, event.type.rawValue, room: event.room, participant: event.identity,
+                ["id": event.participant, "source": event.source, "reason": event.reason])
     }
 
     /// Ends every stream (the host is stopping: libmicrohttpd waits for their threads).

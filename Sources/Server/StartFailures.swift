@@ -12,13 +12,14 @@ final class StartFailures: Sendable {
     private let counts = Mutex<[String: Int]>([:])
 
     /// Counts a failure of `component` ("vp8-encoder", "opus-decoder", …); the first of each
-    /// kind is logged with its reason.
-    func record(_ component: String, _ error: any Error) {
+    /// kind is logged to `log` with its reason (`startFailed`), the rest only counted, so that a
+    /// machine out of memory does not fill the log with one line per packet.
+    func record(_ component: String, _ error: any Error, log: HostLog, room: String? = nil) {
         let first = counts.withLock { counts -> Bool in
             counts[component, default: 0] += 1
             return counts[component] == 1
         }
-        if first { FileHandle.standardError.write(Data("tessera: \(component) failed to start: \(error)\n".utf8)) }
+        if first { log.error("startFailed", room: room, ["component": component, "reason": "\(error)"]) }
     }
 
     /// The components whose failures are counted.

@@ -51,11 +51,12 @@ final class VideoEncodeWorker: @unchecked Sendable {
     private var counters = Statistics()
 
     /// Starts the thread. `deliver` gets each picture's encoded frames (usually one). With
-    /// `scaledTo`, pictures of another size are scaled to it on the thread before encoding.
-    init(name: String, configuration: VP8Encoder.Configuration, scaledTo size: VideoSize? = nil,
+    /// `scaledTo`, pictures of another size are scaled to it on the thread before encoding. An
+    /// encoder that cannot start is logged to `log` (for `room`).
+    init(name: String, configuration: VP8Encoder.Configuration, scaledTo size: VideoSize? = nil, log: HostLog = HostLog(), room: String? = nil,
          deliver: @escaping @Sendable ([EncodedVideoFrame], ID) -> Void) {
         let id = self.id
-        let thread = Thread { [self] in run(configuration: configuration, size: size) { deliver($0, id) } }
+        let thread = Thread { [self] in run(configuration: configuration, size: size, log: log, room: room) { deliver($0, id) } }
         thread.name = String(name.prefix(15))
         thread.start()
     }
@@ -86,12 +87,13 @@ final class VideoEncodeWorker: @unchecked Sendable {
         }
     }
 
-    private func run(configuration: VP8Encoder.Configuration, size: VideoSize?, deliver: @Sendable ([EncodedVideoFrame]) -> Void) {
+    private func run(configuration: VP8Encoder.Configuration, size: VideoSize?, log: HostLog, room: String?,
+                     deliver: @Sendable ([EncodedVideoFrame]) -> Void) {
         // Made once: an encoder that cannot start ends the worker (counted and logged), rather
         // than being tried again for every picture.
         let encoder: VP8Encoder
         do { encoder = try VP8Encoder(configuration) } catch {
-            StartFailures.shared.record("vp8-encoder", error)
+            StartFailures.shared.record("vp8-encoder", error, log: log, room: room)
             condition.withLock {
                 counters.failed = true
                 queue.removeAll()

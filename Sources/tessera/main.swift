@@ -98,7 +98,7 @@ func serve(_ arguments: ArraySlice<String>) -> Never {
 
     var signal: Int32 = 0
     sigwait(&stopSignals, &signal)
-    host.stop()
+    host.stop(reason: signal == SIGTERM ? "SIGTERM" : "SIGINT")
     exit(0)
 }
 

@@ -71,6 +71,12 @@ import Wire
         (#"{"recordings": {"folder": ""}}"#, "`recordings.folder`"),
         (#"{"video": {"fps": 120}}"#, "`video.fps`: must be 1…60, not 120"),
         (#"{"testing": {"faults": ["ownVoice"]}}"#, "unknown fault \"ownVoice\""),
+        (#"{"log": {"format": "xml"}}"#, #"`log.format`: must be "text" or "json", not "xml""#),
+        (#"{"log": {"format": "JSON"}}"#, "`log.format`"),
+        (#"{"log": {"level": "warning"}}"#, #"`log.level`: must be "info" or "debug", not "warning""#),
+        (#"{"log": {"level": 1}}"#, "`log.level`: must be a string"),
+        (#"{"log": {"levle": "debug"}}"#, "`log.levle`: unknown key; did you mean `level`?"),
+        (#"{"log": "json"}"#, "`log`: must be an object"),
     ])
     func aMistakeInTheFileIsRefusedAndNamed(json: String, message: String) {
         #expect {
@@ -78,6 +84,15 @@ import Wire
         } throws: { error in
             "\(error)".contains(message)
         }
+    }
+
+    @Test func theLogIsTextAtInfoUnlessTheFileSaysOtherwise() throws {
+        let defaults = try load("{}")
+        #expect(defaults.log.format == .text && defaults.log.level == .info)
+        let json = try load(#"{"log": {"format": "json"}}"#)
+        #expect(json.log.format == .json && json.log.level == .info)
+        let debug = try load(#"{"log": {"format": "text", "level": "debug"}}"#)
+        #expect(debug.log.format == .text && debug.log.level == .debug)
     }
 
     @Test func testingImpairReadsTheNetworkAPeerShouldMeet() throws {

@@ -80,6 +80,30 @@ import Transport
         _ = burst.wait(timeout: .now() + 30)
     }
 
+    /// `"log": {"format": "json"}`: after the plain `config:` line (written before the config is
+    /// read), standard error holds one JSON object per line, from `started` to `stopped` with the
+    /// signal; the ready line stays on standard output as it was.
+    @Test func serveWritesItsLogAsJSONLinesOnStandardError() throws {
+        let executable = try #require(Self.executable, "build the tessera product first (swift build)")
+        let config = writeConfig(#"{"http": {"listen": "127.0.0.1:0"}, "media": {"listen": "127.0.0.1:0"}, "log": {"format": "json"}}"#)
+        defer { try? FileManager.default.removeItem(atPath: config) }
+        let errors = Pipe()
+        let (process, line, output) = try serve(executable, config: config, standardError: errors)
+        defer { withExtendedLifetime(output) {} }
+        #expect(line.hasPrefix("tessera: listening on http://127.0.0.1:"))
+        process.terminate()  // SIGTERM
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let lines = text.split(separator: "\n")
+        #expect(lines.first == "config: \(config)")
+        let objects = lines.dropFirst().compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(objects.count == lines.count - 1, "every line after the first is a JSON object: \(text)")
+        #expect(objects.compactMap { $0["event"] as? String } == ["started", "stopping", "stopped"], "\(text)")
+        #expect(objects.dropFirst().first?["reason"] as? String == "SIGTERM")
+        #expect((objects.first?["http"] as? String).map { line.hasSuffix($0) } == true, "started names the address the ready line does")
+    }
+
     @Test func serveRefusesAPublicAddressWithoutASecret() throws {
         let executable = try #require(Self.executable)
         let config = writeConfig(#"{"http": {"listen": "0.0.0.0:0"}}"#)
@@ -138,12 +162,13 @@ import Transport
 
     /// Starts `tessera serve --config config` and reads its first line (the ready line). Keep
     /// `output` while the host runs: its read end closing would break the host's next write.
-    private func serve(_ executable: URL, config: String) throws -> (process: Process, line: String, output: Pipe) {
+    private func serve(_ executable: URL, config: String, standardError: Pipe? = nil) throws -> (process: Process, line: String, output: Pipe) {
         let process = Process()
         process.executableURL = executable
         process.arguments = ["serve", "--config", config]
         let output = Pipe()
         process.standardOutput = output
+        if let standardError { process.standardError = standardError }
         try process.run()
         return (process, readLine(from: output.fileHandleForReading), output)
     }

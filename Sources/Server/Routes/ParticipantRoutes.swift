@@ -45,11 +45,18 @@ extension HostAPI {
         } catch {
             return error.response
         }
-        let media = self.media, rooms = self.rooms
+        let media = self.media, rooms = self.rooms, log = self.log
         return onLoop { () -> Result<String, HTTPResponseError> in
             guard let port = media.port else { return .failure(HTTPResponseError(503, "host stopping", "the host is shutting down")) }
             if viewer, rooms.value.rooms[room] == nil { return .failure(HTTPResponseError(404, "not found", "no room \(room)")) }
             if let refusal = rooms.value.refusal(room: room, identity: identity) {
+                // A full room or host is a sizing matter the operator should see; a duplicate
+                // identity is the client's own business (its answer says so).
+                switch refusal {
+                case .roomFull: log.info("joinRefused", room: room, participant: identity, ["reason": "room full"])
+                case .hostFull: log.info("joinRefused", room: room, participant: identity, ["reason": "host full"])
+                case .identityPresent: break
+                }
                 switch refusal {
                 case .identityPresent: return .failure(HTTPResponseError(409, "identity present", "\(identity) is already in \(room)"))
                 case .roomFull: return .failure(HTTPResponseError(503, "room full", "\(room) has its limit of participants"))

@@ -138,7 +138,7 @@ extension HostAPI {
     /// Finishes every recording (the host is stopping: SIGTERM must leave playable files).
     func finishRecordings() {
         let rooms = self.rooms
-        _ = try? media.runOnLoop { for hosted in rooms.value.rooms.values { hosted.stopAllRecordings() } }
+        _ = try? media.runOnLoop { for hosted in rooms.value.rooms.values { hosted.stopAllRecordings(reason: "host stopping") } }
     }
 }
 
