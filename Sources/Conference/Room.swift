@@ -77,7 +77,7 @@ public final class Room {
         self.configuration = configuration
         var generator = SplitMix64(seed: seed)
         timestampOffset = .random(in: 0...UInt32.max, using: &generator)
-        mixer = RoomAudioMixer(configuration: .init(returnsOwnVoice: configuration.returnsOwnVoice))
+        mixer = RoomAudioMixer(configuration: .init(returnsOwnVoice: configuration.returnsOwnVoice, maxVoices: configuration.maxVoices))
         compositor = VideoCompositor(id: name, canvasSize: VideoSize(width: configuration.width, height: configuration.height),
                                      fps: configuration.fps)
         compositor.labelRenderer = labels

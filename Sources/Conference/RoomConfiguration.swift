@@ -13,6 +13,8 @@ public struct RoomConfiguration: Sendable, Equatable {
     public var smallWidth = 320
     public var smallHeight = 180
     public var smallBitrate = 150_000
+    /// The most voices a mix holds, the loudest (`RoomAudioMixer`'s Top K); 0 for no bound.
+    public var maxVoices = 3
     /// Deliberate faults, for tests that show a checker catches a broken host.
     public var returnsOwnVoice = false
     public var camerasInWrongSlots = false

@@ -54,6 +54,8 @@ public struct HostConfig: Sendable, Equatable {
     public struct Limits: Sendable, Equatable {
         public var maxRooms = 100
         public var maxParticipantsPerRoom = 50
+        /// The most voices a mix holds, the loudest (Top K); 0 for no bound.
+        public var maxVoices = 3
         public init() {}
     }
 
@@ -183,7 +185,7 @@ public struct HostConfig: Sendable, Equatable {
                          "tls": .object(["certificate": .string, "key": .string])]),
         "media": .object(["listen": .string, "announce": .array(.string), "tcpListen": .string]),
         "auth": .object(["secret": .nullable(.string)]),
-        "limits": .object(["maxRooms": .integer, "maxParticipantsPerRoom": .integer]),
+        "limits": .object(["maxRooms": .integer, "maxParticipantsPerRoom": .integer, "maxVoices": .integer]),
         "recordings": .object(["folder": .string]),
         "video": .object(["width": .integer, "height": .integer, "fps": .integer, "bitrate": .integer,
                           "lowWidth": .integer, "lowHeight": .integer, "lowBitrate": .integer,
@@ -269,6 +271,7 @@ public struct HostConfig: Sendable, Equatable {
         _ = try tlsIdentity()
         try within("limits.maxRooms", limits.maxRooms, 1...100_000)
         try within("limits.maxParticipantsPerRoom", limits.maxParticipantsPerRoom, 1...10_000)
+        try within("limits.maxVoices", limits.maxVoices, 0...64)
         let folder = recordings.folder
         if folder.isEmpty || folder.contains("\0") { throw bad("recordings.folder", "must be a folder path") }
         var isDirectory: ObjCBool = false
@@ -385,11 +388,12 @@ extension HostConfig.Auth: Codable {
     }
 }
 extension HostConfig.Limits: Codable {
-    enum CodingKeys: String, CodingKey { case maxRooms, maxParticipantsPerRoom }
+    enum CodingKeys: String, CodingKey { case maxRooms, maxParticipantsPerRoom, maxVoices }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         maxRooms = try c.decodeIfPresent(Int.self, forKey: .maxRooms) ?? maxRooms
         maxParticipantsPerRoom = try c.decodeIfPresent(Int.self, forKey: .maxParticipantsPerRoom) ?? maxParticipantsPerRoom
+        maxVoices = try c.decodeIfPresent(Int.self, forKey: .maxVoices) ?? maxVoices
     }
 }
 extension HostConfig.Recordings: Codable {

@@ -41,7 +41,8 @@ public final class HostAPI: Sendable {
         }
         self.page = page
         echoes = LoopConfined([:], on: media.loop)
-        rooms = LoopConfined(RoomDirectory(limits: .init(maxRooms: limits.maxRooms, maxParticipantsPerRoom: limits.maxParticipantsPerRoom),
+        rooms = LoopConfined(RoomDirectory(limits: .init(maxRooms: limits.maxRooms, maxParticipantsPerRoom: limits.maxParticipantsPerRoom,
+                                                         maxVoices: limits.maxVoices),
                                            video: video, faults: faults, events: events, log: log), on: media.loop)
     }
 

@@ -7,6 +7,7 @@ final class RoomDirectory {
     struct Limits {
         var maxRooms: Int
         var maxParticipantsPerRoom: Int
+        var maxVoices = 3
     }
     enum JoinRefusal {
         case identityPresent, roomFull, hostFull
@@ -34,6 +35,7 @@ final class RoomDirectory {
         configuration.smallWidth = video.smallWidth
         configuration.smallHeight = video.smallHeight
         configuration.smallBitrate = video.smallBitrate
+        configuration.maxVoices = limits.maxVoices
         configuration.returnsOwnVoice = faults.contains(.ownVoiceInMix)
         configuration.camerasInWrongSlots = faults.contains(.camerasInWrongSlots)
         self.configuration = configuration
