@@ -96,8 +96,11 @@ function button(text, onClick, pressed) {
   return b;
 }
 
+// Drawn anew at each refresh (every second): a button that had the keyboard focus gets it back.
 function renderPeople() {
   const list = $("people");
+  const focused = document.activeElement?.closest?.("#people li") && document.activeElement;
+  const refocus = focused && { identity: focused.closest("li").dataset.identity, action: focused.dataset.action };
   list.replaceChildren(...[...state.people.values()].map((person) => {
     const item = document.createElement("li");
     item.dataset.identity = person.identity;
@@ -137,6 +140,7 @@ function renderPeople() {
     item.append(who, actions);
     return item;
   }));
+  if (refocus) list.querySelector(`li[data-identity="${CSS.escape(refocus.identity)}"] button[data-action="${refocus.action}"]`)?.focus();
 }
 
 // The room as it is now: who is there (levels, mutes, tracks), the layout, a recording running.
