@@ -11,7 +11,7 @@ import Testing
         config.http.listen = "127.0.0.1:0"
         config.media.listen = "127.0.0.1:0"
         configure(&config)
-        let host = try ConferenceHost(config: config)
+        let host = try ConferenceHost(config: config, logSink: HostLog.discard)
         defer { host.stop() }
         #expect(host.http.address.port != 0)
         return try body(HTTPTestClient(port: host.http.address.port))
@@ -62,7 +62,7 @@ import Testing
             var config = HostConfig()
             config.http.listen = "127.0.0.1:\(client.port)"
             config.media.listen = "127.0.0.1:0"
-            #expect(throws: HTTPServer.StartError.self) { try ConferenceHost(config: config) }
+            #expect(throws: HTTPServer.StartError.self) { try ConferenceHost(config: config, logSink: HostLog.discard) }
         }
     }
 
@@ -135,7 +135,7 @@ import Testing
         var config = HostConfig()
         config.http.listen = "127.0.0.1:0"
         config.media.listen = "127.0.0.1:0"
-        let host = try ConferenceHost(config: config)
+        let host = try ConferenceHost(config: config, logSink: HostLog.discard)
         defer { host.stop() }
         let response = try HTTPTestClient(port: host.http.address.port).send("GET", "/metrics")
         #expect(response.status == 200)

@@ -56,7 +56,7 @@ import Testing
         config.http.listen = "127.0.0.1:0"
         config.media.listen = "127.0.0.1:0"
         config.auth.secret = "s3cret"
-        let host = try ConferenceHost(config: config)
+        let host = try ConferenceHost(config: config, logSink: HostLog.discard)
         defer { host.stop() }
         try body(HTTPTestClient(port: host.http.address.port))
     }

@@ -8,7 +8,7 @@ import Testing
         var config = HostConfig()
         config.http.listen = "127.0.0.1:0"
         config.media.listen = "127.0.0.1:0"
-        let host = try ConferenceHost(config: config)
+        let host = try ConferenceHost(config: config, logSink: HostLog.discard)
         defer { host.stop() }
         let client = HTTPTestClient(port: host.http.address.port)
         let offer = try Array(Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

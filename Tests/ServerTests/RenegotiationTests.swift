@@ -13,7 +13,7 @@ import Wire
         var config = HostConfig()
         config.http.listen = "127.0.0.1:0"
         config.media.listen = "127.0.0.1:0"
-        return try ConferenceHost(config: config)
+        return try ConferenceHost(config: config, logSink: HostLog.discard)
     }
 
     private func patch(_ client: EchoLoopbackClient, _ location: String, _ offer: SessionDescription) throws -> HTTPTestClient.Response {

@@ -22,7 +22,7 @@ import Wire
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("recordings-\(UUID().uuidString)")
         config.recordings.folder = folder.path
         defer { try? FileManager.default.removeItem(at: folder) }
-        let host = try ConferenceHost(config: config)
+        let host = try ConferenceHost(config: config, logSink: HostLog.discard)
         defer { host.stop() }
         let names = ["a", "b", "c"]
         let clients = try names.map { try EchoLoopbackClient(httpPort: host.http.address.port, name: $0) }
@@ -161,7 +161,7 @@ import Wire
         var config = HostConfig()
         config.http.listen = "127.0.0.1:0"
         config.media.listen = "127.0.0.1:0"
-        let host = try ConferenceHost(config: config)
+        let host = try ConferenceHost(config: config, logSink: HostLog.discard)
         defer { host.stop() }
         let api = HTTPTestClient(port: host.http.address.port)
         let speaker = try EchoLoopbackClient(httpPort: host.http.address.port, name: "a")

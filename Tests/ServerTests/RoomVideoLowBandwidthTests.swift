@@ -52,7 +52,7 @@ import Wire
         config.video.smallWidth = 160
         config.video.smallHeight = 90
         config.video.smallBitrate = 100_000
-        let host = try ConferenceHost(config: config)
+        let host = try ConferenceHost(config: config, logSink: HostLog.discard)
         defer { host.stop() }
         let port = host.http.address.port
         let clock = MonotonicClock()

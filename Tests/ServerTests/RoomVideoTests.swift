@@ -51,7 +51,7 @@ import WireTesting
         config.video.height = 360
         config.video.fps = 15
         config.video.bitrate = 600_000
-        let host = try ConferenceHost(config: config)
+        let host = try ConferenceHost(config: config, logSink: HostLog.discard)
         defer { host.stop() }
         let port = host.http.address.port
         let clock = MonotonicClock()
@@ -206,7 +206,7 @@ import WireTesting
         var config = HostConfig()
         config.http.listen = "127.0.0.1:0"
         config.media.listen = "127.0.0.1:0"
-        let host = try ConferenceHost(config: config)
+        let host = try ConferenceHost(config: config, logSink: HostLog.discard)
         defer { host.stop() }
         let port = host.http.address.port
         let client = try EchoLoopbackClient(httpPort: port, name: "alice")

@@ -168,7 +168,8 @@ import Transport
         process.arguments = ["serve", "--config", config]
         let output = Pipe()
         process.standardOutput = output
-        if let standardError { process.standardError = standardError }
+        // Its log goes where the test reads it, or nowhere (not into the test run's output).
+        process.standardError = standardError ?? FileHandle.nullDevice
         try process.run()
         return (process, readLine(from: output.fileHandleForReading), output)
     }
