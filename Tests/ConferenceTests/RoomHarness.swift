@@ -507,8 +507,6 @@ final class RoomHarness {
                 events.append(event)
             case .recordingTick:
                 break
-            case .recordVideo(let frame):
-                recordedFrames.append(frame)
             case .expired(let id):
                 expired.append(id)
             case .closed(let id):
@@ -517,9 +515,6 @@ final class RoomHarness {
             }
         }
     }
-
-    /// The main encoding's frames the room handed to recordings.
-    private(set) var recordedFrames: [EncodedVideoFrame] = []
 
     private func peer(_ id: String) -> MemoryPeer? { peers.first { $0.id == id } }
 
