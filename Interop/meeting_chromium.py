@@ -63,10 +63,15 @@ class Page:
                              "--window-size=1280,900", "--user-data-dir=" + os.path.join(folder, "profile"), url],
                             dict(os.environ, HOME=folder), self.log)
 
-    async def attach(self, seconds=15):
+    async def attach(self, seconds=30):
         t0 = now()
         while now() - t0 < seconds:
-            targets = (await asyncio.to_thread(self.dev.call, "Target.getTargets"))["targetInfos"]
+            try:   # a browser starting on a busy machine may not answer at once
+                targets = (await asyncio.to_thread(self.dev.call, "Target.getTargets", None, None, 5))["targetInfos"]
+            except RuntimeError:
+                if self.dev.closed:
+                    raise
+                continue
             page = next((t for t in targets if t["type"] == "page" and t["url"].startswith(self.url.split("?")[0])), None)
             if page:
                 s = (await asyncio.to_thread(self.dev.call, "Target.attachToTarget", {"targetId": page["targetId"], "flatten": True}))["sessionId"]
@@ -375,8 +380,17 @@ async def template_check(ann, base, room, out):
     res["afterDrag"] = after
     if not ok:
         return "alice's rect after the drag and Save: %s, want x %.3f (before %s)" % (after, want_x, before)
-    # The keyboard: the tile focused, ArrowDown moves it 5 % down.
-    await ann.ev("document.querySelector(\"#editor .tile[data-participant='alice']\").focus()")
+    # The keyboard: the tile focused, ArrowDown moves it 5 % down. (Save draws the tiles anew from
+    # the host's answer: the one to focus is the one drawn at the saved place.)
+    focused = await ann.ev("""(async () => {
+        for (let i = 0; i < 40; i++) {
+            const t = document.querySelector("#editor .tile[data-participant='alice']");
+            if (t && Math.abs(parseFloat(t.style.left) - %s) < 1) { t.focus(); return document.activeElement === t; }
+            await new Promise((r) => setTimeout(r, 100));
+        }
+        return false; })()""" % (after["x"] * 100))
+    if not focused:
+        return "alice's tile in the editor was not drawn at its saved place (x %.3f) to focus" % after["x"]
     for kind in ("keyDown", "keyUp"):
         await ann.input("Input.dispatchKeyEvent", {"type": kind, "key": "ArrowDown", "code": "ArrowDown", "windowsVirtualKeyCode": 40})
     await ann.click("#editorSave")

@@ -69,6 +69,13 @@ import Wire
         }
         // The mixes of the last packets sent: two ticks plus the jitter buffer's delay.
         EchoLoopbackClient.service(clients, until: clock.now() + .milliseconds(100))
+        // One encoder per distinct mix: with three talking, at least the three "all but one". Read
+        // now: an idle encoder goes 2 s after its last use, and what follows may take that long
+        // on a busy machine.
+        let metrics = try HTTPTestClient(port: host.http.address.port).send("GET", "/metrics").text
+        let encoderLine = metrics.split(separator: "\n").first { $0.hasPrefix("tessera_audio_encoders ") }
+        let running = encoderLine.flatMap { Int($0.split(separator: " ").last ?? "") }
+        #expect((3...8).contains(running ?? 0), "metrics: \(encoderLine ?? "no tessera_audio_encoders")")
 
         // The stopped recording plays in ffprobe and holds every tone.
         #expect(try api.send("DELETE", "/v1/rooms/r/recordings/\(recordingID)").status == 200)
@@ -116,11 +123,6 @@ import Wire
             print("RoomAudio: \(name) got \(packets.count) packets; weakest other tone / own tone = "
                   + String(format: "%.0f", weakest / max(ownPower, 1e-9)) + " (\(heard.count / 960) frames analysed)")
         }
-        // One encoder per distinct mix: with three talking, at least the three "all but one".
-        let metrics = try HTTPTestClient(port: host.http.address.port).send("GET", "/metrics").text
-        let encoderLine = metrics.split(separator: "\n").first { $0.hasPrefix("tessera_audio_encoders ") }
-        let running = encoderLine.flatMap { Int($0.split(separator: " ").last ?? "") }
-        #expect((3...8).contains(running ?? 0), "metrics: \(encoderLine ?? "no tessera_audio_encoders")")
         // Everyone leaves: the room closes, its tick stops and its encoders go.
         for client in clients { #expect(try client.delete() == 204) }
         let after = try HTTPTestClient(port: host.http.address.port).send("GET", "/metrics").text
