@@ -27,27 +27,13 @@ import WireTesting
         }
     }
 
-    /// Runs ticks `range` at 20 ms each from a fixed origin: speaking members' packets arrive
-    /// just before their tick, then the mixer ticks and each member decodes its packet.
-    /// `keep` says from which tick on what members hear is kept.
+    /// Runs ticks `range` at 20 ms each from a fixed origin: speaking members' packets (their
+    /// `roomTones`) arrive just before their tick, then the mixer ticks and each member decodes
+    /// its packet. `keep` says from which tick on what members hear is kept.
     private func run(_ mixer: RoomAudioMixer<String>, _ members: [String: Member], speaking: Set<String>, ticks range: Range<Int>,
                      keep: Int = 0, check: (Int) -> Void = { _ in }) throws {
-        for tick in range {
-            let now = Instant(nanoseconds: 1_000_000_000) + .milliseconds(20 * tick)
-            for name in speaking.sorted() {
-                guard let member = members[name], let frequency = roomTones[name] else { continue }
-                let packet = try member.encoder.encode(toneFrame(frequency, frame: tick))
-                member.receiver.receive(payload: packet, sequenceNumber: UInt16(truncatingIfNeeded: tick),
-                                        timestamp: UInt32(truncatingIfNeeded: tick * 960), arrival: now)
-            }
-            let packets = mixer.tick(now: now)
-            for (name, member) in members {
-                guard let packet = packets[name] else { continue }
-                let frame = try member.decoder.decode(packet)
-                if tick >= keep { member.heard += frame.samples }
-            }
-            check(tick)
-        }
+        let voices = Dictionary(uniqueKeysWithValues: speaking.compactMap { name in roomTones[name].map { (name, (hz: $0, amplitude: 8000.0)) } })
+        try run(mixer, members, voices: voices, ticks: range, keep: keep, check: check)
     }
 
     private func room(_ names: [String]) throws -> (RoomAudioMixer<String>, [String: Member]) {
@@ -61,9 +47,9 @@ import WireTesting
         return (mixer, members)
     }
 
-    /// Like `run`, but each speaking member sends its own tone at its own amplitude.
+    /// Like `run(speaking:)`, but each speaking member sends its own tone at its own amplitude.
     private func run(_ mixer: RoomAudioMixer<String>, _ members: [String: Member], voices: [String: (hz: Double, amplitude: Double)],
-                     ticks range: Range<Int>, keep: Int = 0) throws {
+                     ticks range: Range<Int>, keep: Int = 0, check: (Int) -> Void = { _ in }) throws {
         for tick in range {
             let now = Instant(nanoseconds: 1_000_000_000) + .milliseconds(20 * tick)
             for (name, voice) in voices.sorted(by: { $0.key < $1.key }) {
@@ -78,6 +64,7 @@ import WireTesting
                 let frame = try member.decoder.decode(packet)
                 if tick >= keep { member.heard += frame.samples }
             }
+            check(tick)
         }
     }
 
