@@ -20,7 +20,8 @@ blue, with a small moving bar so VP8 keeps sending). Checks, in order, each boun
               another views bob's camera (for the leave check). Carol renegotiates a recvonly
               video m-line, POSTs {"participant": "alice", "source": "camera"} to her
               subscriptions (count 1, the new mid) and decodes alice's camera on it; again (count
-              2, same mid), DELETE (count 1: still coming), DELETE (count 0: frames stop)
+              2, same mid), DELETE (count 1: its packets still coming), DELETE (count 0: packets
+              and frames stop)
   recording   POST a recording ({"file": "interop-room.webm"}), ~2 s, DELETE it: 200, the file
               (under the host's cwd + recordings/, i.e. this process's cwd under run.sh, or
               --recordings-dir) has a vp8 and an opus stream (ffprobe)
@@ -229,6 +230,15 @@ class Sink:
     """Frames of one received video track: how many, the first's arrival, the latest."""
     def __init__(self):
         self.frames, self.t_first, self.frame, self.t_frame, self.ended = 0, None, None, None, False
+        self.receiver = None   # the RTCRtpReceiver, when known (for its packet count)
+
+
+async def packets_received(sink):
+    """RTP packets the sink's receiver has taken (its inbound-rtp statistics), or None."""
+    if sink.receiver is None:
+        return None
+    stats = await sink.receiver.getStats()
+    return sum(getattr(r, "packetsReceived", 0) for r in stats.values() if getattr(r, "type", "") == "inbound-rtp")
 
 
 async def consume_into(sink, track):
@@ -290,6 +300,7 @@ async def add_receiver(p):
     transceiver.setCodecPreferences([c for c in RTCRtpSender.getCapabilities("video").codecs
                                      if c.mimeType.lower() in ("video/vp8", "video/rtx")])
     p.sink_override = sink
+    sink.receiver = transceiver.receiver
     await asyncio.wait_for(pc.setLocalDescription(await pc.createOffer()), 10)
     status, body = await ahttp("PATCH", p.location, pc.localDescription.sdp.encode(), ctype="application/sdp")
     if status != 200:
@@ -486,26 +497,30 @@ async def scenario(args, peers, out):
                 again = json.loads(body) if status == 200 else {}
                 status_down, body_down = await ahttp("DELETE", subscriptions + "/alice/camera")
                 down = json.loads(body_down) if status_down == 200 else {}
-                # 2 s and 3 of ~30 frames: under the loss step's 5 % each way, a forwarded picture
-                # of one packet waits a NACK round trip or two in aiortc's jitter buffer (which
-                # asks again only at its next gap), and the frames behind it wait too.
-                frames = sink.frames
+                # What the host forwards, counted in packets (~15 a second): aiortc's jitter
+                # buffer holds every frame behind one missing packet until it comes (it asks
+                # again only at its next gap), so under the loss step's 5 % each way its decoded
+                # frames stall for seconds while the stream goes on.
+                frames, packets = sink.frames, await packets_received(sink)
                 await asyncio.sleep(2.0)
-                still = sink.frames - frames
+                still, still_packets = sink.frames - frames, (await packets_received(sink) or 0) - (packets or 0)
                 status_zero, body_zero = await ahttp("DELETE", subscriptions + "/alice/camera")
                 zero = json.loads(body_zero) if status_zero == 200 else {}
                 await asyncio.sleep(0.5)
-                frames = sink.frames
+                frames, packets = sink.frames, await packets_received(sink)
                 await asyncio.sleep(1.5)
-                after = sink.frames - frames
+                after, after_packets = sink.frames - frames, (await packets_received(sink) or 0) - (packets or 0)
                 res["counts"] = [again.get("count"), down.get("count"), zero.get("count")]
                 res["framesAtCount1"], res["framesAfterZero"] = still, after
+                res["packetsAtCount1"], res["packetsAfterZero"] = still_packets, after_packets
                 if again.get("count") != 2 or again.get("mid") != mid:
                     c["subscribe"] = "subscribing again: want count 2 on mid %s, got %s: %s" % (mid, status, body[:300])
-                elif down.get("count") != 1 or still < 3:
-                    c["subscribe"] = "one DELETE: want count 1 and frames still coming, got %s (%d frames in 2 s)" % (body_down[:200], still)
-                elif zero.get("count") != 0 or after > 0:
-                    c["subscribe"] = "second DELETE: want count 0 and no more frames, got %s (%d frames in 1.5 s)" % (body_zero[:200], after)
+                elif down.get("count") != 1 or still_packets < 10:
+                    c["subscribe"] = "one DELETE: want count 1 and packets still coming, got %s (%d packets, %d frames in 2 s)" % (
+                        body_down[:200], still_packets, still)
+                elif zero.get("count") != 0 or after > 0 or after_packets > 0:
+                    c["subscribe"] = "second DELETE: want count 0 and nothing more, got %s (%d packets, %d frames in 1.5 s)" % (
+                        body_zero[:200], after_packets, after)
     c.setdefault("subscribe", None)
 
     # --- 5. a recording ---------------------------------------------------------------------

@@ -7,7 +7,9 @@ import Wire
 /// one continuous stream, across a sender that changes its SSRC (a rejoin) and across pauses.
 ///
 /// It starts at a key frame: until one begins, packets are held back (a decoder could do
-/// nothing with them). Within a source the shift stays fixed, so a gap the sender left is a gap
+/// nothing with them). Not at a key frame's first packet that comes late (a repair, or
+/// reordered) after later packets were held back: those are gone, and the receiver would wait
+/// at the hole they leave, asking for packets nobody forwarded (aiortc for 128 packets). Within a source the shift stays fixed, so a gap the sender left is a gap
 /// the receiver sees (and may NACK), and a late repair fills it. At a new source the stream goes
 /// on one sequence number after its highest and at a timestamp as far after its last as the
 /// wall clock moved (RFC 3550 §5.1: the timestamp follows the sampling instant).
@@ -23,6 +25,8 @@ public struct RTPForwarder: Sendable {
     /// The highest sequence number sent, its timestamp and when.
     private var last: (sequenceNumber: UInt16, timestamp: UInt32, at: Instant)
     private var highestExtended: Int64 = .min
+    /// While waiting: the source's packets held back, the highest of them (extended).
+    private var heldBack: (ssrc: SSRC, unwrapper: SequenceUnwrapper, highest: Int64)?
     /// Whether it waits for a key frame before forwarding (at the start, and after `restart`).
     public private(set) var waitingForKeyFrame = true
     /// Packets forwarded, and held back waiting for a key frame.
@@ -41,6 +45,7 @@ public struct RTPForwarder: Sendable {
     public mutating func restart() {
         waitingForKeyFrame = true
         source = nil
+        heldBack = nil
     }
 
     /// The packet as the receiver gets it (header extensions removed: the receiver negotiated its
@@ -49,13 +54,18 @@ public struct RTPForwarder: Sendable {
     public mutating func forward(_ packet: RTPPacket, now: Instant) -> RTPPacket? {
         if source?.ssrc != packet.ssrc { waitingForKeyFrame = true }
         if waitingForKeyFrame {
-            guard VP8PayloadDescriptor.beginsKeyFrame(packet.payload) else {
+            if heldBack?.ssrc != packet.ssrc { heldBack = (packet.ssrc, SequenceUnwrapper(), .min) }
+            var waiting = heldBack ?? (packet.ssrc, SequenceUnwrapper(), .min)
+            let extended = waiting.unwrapper.unwrap(packet.sequenceNumber)
+            guard VP8PayloadDescriptor.beginsKeyFrame(packet.payload), extended > waiting.highest else {
+                waiting.highest = max(waiting.highest, extended)
+                heldBack = waiting
                 packetsHeldBack += 1
                 return nil
             }
-            var unwrapper = SequenceUnwrapper()
-            let start = unwrapper.unwrap(packet.sequenceNumber)
-            source = (packet.ssrc, unwrapper, start)
+            heldBack = nil
+            let start = extended
+            source = (packet.ssrc, waiting.unwrapper, start)
             highestExtended = start - 1
             let elapsed = max(.zero, now - last.at)
             let ticks = max(1, Int64(elapsed.seconds * 90_000))

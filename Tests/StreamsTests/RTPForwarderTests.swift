@@ -38,6 +38,21 @@ import Wire
         #expect(forwarding.packetsHeldBack == 1 && forwarding.packetsForwarded == 4)
     }
 
+    /// A key frame's first packet that comes after later packets were held back (lost and
+    /// repaired, or reordered) starts nothing: those later packets are gone, and the receiver
+    /// would wait at their hole. The next key frame starts the stream.
+    @Test func aLateKeyFrameStartIsNotWhereItBegins() {
+        var forwarding = forwarder()
+        #expect(forwarding.forward(packet(ssrc: 7, sequenceNumber: 21, timestamp: 1000), now: .milliseconds(0)) == nil)
+        #expect(forwarding.forward(packet(ssrc: 7, sequenceNumber: 22, timestamp: 4000), now: .milliseconds(33)) == nil)
+        #expect(forwarding.forward(packet(ssrc: 7, sequenceNumber: 20, timestamp: 1000, keyFrame: true), now: .milliseconds(40)) == nil,
+                "the repair of the key frame's first packet")
+        #expect(forwarding.waitingForKeyFrame)
+        let next = forwarding.forward(packet(ssrc: 7, sequenceNumber: 23, timestamp: 7000, keyFrame: true), now: .milliseconds(66))
+        #expect(next?.sequenceNumber == 1000)
+        #expect(forwarding.forward(packet(ssrc: 7, sequenceNumber: 24, timestamp: 10_000), now: .milliseconds(99))?.sequenceNumber == 1001)
+    }
+
     @Test func anotherSourceGoesOnOneAfterTheHighest() {
         var forwarding = forwarder()
         _ = forwarding.forward(packet(ssrc: 7, sequenceNumber: 10, timestamp: 1000, keyFrame: true), now: .milliseconds(0))
