@@ -7,9 +7,9 @@ import Wire
 /// `AudioReceiver` and makes, for every listening member, one Opus packet of everyone but itself.
 ///
 /// Encode once, send many (docs/architecture.md): a mix is named by its *key*, the set of
-/// members whose audio it holds. Only members actually sounding this tick (mean-square energy
-/// above `Configuration.speakingThreshold`) go into any mix, so a listener's key is the sounding
-/// set less itself: every silent listener has the same key (the "everyone" mix), and each sounding
+/// members whose audio it holds. Only members sounding (mean-square energy above
+/// `Configuration.speakingThreshold`; one that sounded within `voiceHold` keeps its place in the
+/// keys, adding nothing) go into any mix, so a listener's key is the sounding set less itself: every silent listener has the same key (the "everyone" mix), and each sounding
 /// member has its own. So a tick encodes at most (sounding + 1) mixes however many listen, and a
 /// room where one talks costs two encoders. Each key keeps its Opus encoder and limiter across
 /// ticks, so that a steady mix is one continuous Opus stream; a key unused for
@@ -192,9 +192,10 @@ public final class RoomAudioMixer<Member: Hashable> {
             }
         }
         soundingLastTick = sounding
-        sounding = chooseVoices(from: sounding, now: now)
+        // The voices in the mixes; a key names the voices a mix holds.
+        let mixed = chooseVoices(from: sounding, now: now)
         bus.clear()
-        for member in order where sounding.contains(member) {
+        for member in order where mixed.contains(member) {
             if let frame = frames[member] { bus.add(frame) }
         }
         roomMixLastTick = producesRoomMix ? bus.mix(without: [], limiter: &roomLimiter, timestamp: now) : nil
@@ -206,10 +207,10 @@ public final class RoomAudioMixer<Member: Hashable> {
         var lossByKey: [Set<Member>: Int] = [:]
         for member in order {
             guard let entry = members[member], entry.listens else { continue }
-            // Everyone sounding but the listener and those it chose not to hear.
-            var left = entry.notHeard.intersection(sounding)
-            if sounding.contains(member) && !configuration.returnsOwnVoice { left.insert(member) }
-            let key = sounding.subtracting(left)
+            // Every voice mixed but the listener and those it chose not to hear.
+            var left = entry.notHeard.intersection(mixed)
+            if mixed.contains(member) && !configuration.returnsOwnVoice { left.insert(member) }
+            let key = mixed.subtracting(left)
             keys[member] = key
             lossByKey[key] = max(lossByKey[key] ?? 0, entry.lossPercent)
         }
@@ -219,7 +220,7 @@ public final class RoomAudioMixer<Member: Hashable> {
                 packets[member] = packet
                 continue
             }
-            let left = sounding.subtracting(key)
+            let left = mixed.subtracting(key)
             guard !failed.contains(key),
                   let packet = encode(key: key, without: left.compactMap { frames[$0] }, lossPercent: lossByKey[key] ?? 0, now: now)
             else {
@@ -235,8 +236,10 @@ public final class RoomAudioMixer<Member: Hashable> {
         return packets
     }
 
-    /// The sounding voices the mixes hold this tick: all of them while they are at most
-    /// `maxVoices`; else the chosen ones (see the type's comment).
+    /// The voices the mixes hold this tick: every sounding one while they are at most
+    /// `maxVoices`, else the chosen ones (see the type's comment); and a chosen one silent for
+    /// less than `voiceHold`, which adds nothing to the sum but keeps the mixes' keys as they
+    /// were, so that a pause between words does not move listeners to other encoders.
     private func chooseVoices(from sounding: Set<Member>, now: Instant) -> Set<Member> {
         for member in sounding {
             let level = levelsLastTick[member] ?? -127
@@ -254,7 +257,7 @@ public final class RoomAudioMixer<Member: Hashable> {
         var others = order.filter { sounding.contains($0) && !voices.contains($0) }.sorted { level($0) > level($1) }
         if limit <= 0 {
             voices += others
-            return sounding
+            return Set(voices)
         }
         while voices.count < limit, !others.isEmpty { voices.append(others.removeFirst()) }
         // The loudest outside takes the quietest's place only when clearly louder; then the next.
@@ -263,7 +266,7 @@ public final class RoomAudioMixer<Member: Hashable> {
                   level(candidate) > level(voices[quietest]) + configuration.voiceSwitchMarginDb else { break }
             voices[quietest] = candidate
         }
-        return sounding.intersection(voices)
+        return Set(voices)
     }
 
     /// The mix of `key` (this tick's sum, less the frames `left` out), limited and encoded with
