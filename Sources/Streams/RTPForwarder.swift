@@ -54,8 +54,7 @@ public struct RTPForwarder: Sendable {
     public mutating func forward(_ packet: RTPPacket, now: Instant) -> RTPPacket? {
         if source?.ssrc != packet.ssrc { waitingForKeyFrame = true }
         if waitingForKeyFrame {
-            if heldBack?.ssrc != packet.ssrc { heldBack = (packet.ssrc, SequenceUnwrapper(), .min) }
-            var waiting = heldBack ?? (packet.ssrc, SequenceUnwrapper(), .min)
+            var waiting = heldBack.flatMap { $0.ssrc == packet.ssrc ? $0 : nil } ?? (packet.ssrc, SequenceUnwrapper(), .min)
             let extended = waiting.unwrapper.unwrap(packet.sequenceNumber)
             guard VP8PayloadDescriptor.beginsKeyFrame(packet.payload), extended > waiting.highest else {
                 waiting.highest = max(waiting.highest, extended)

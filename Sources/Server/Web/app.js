@@ -86,6 +86,14 @@ async function localMedia() {
 
 // --- The people in the room -------------------------------------------------------------
 
+// A toggle in a guest's row: says whose it is to a screen reader, and what it does (`action`, for tests).
+function rowToggle(text, person, action, pressed, onClick) {
+  const b = button(text, onClick, pressed);
+  b.dataset.action = action;
+  b.setAttribute("aria-label", `${text} ${person.name || person.identity}`);
+  return b;
+}
+
 function button(text, onClick, pressed) {
   const b = document.createElement("button");
   b.type = "button";
@@ -127,13 +135,9 @@ function renderPeople() {
     actions.className = "actions";
     if (!self) {
       const deaf = state.notHeard.has(person.identity);
-      const hearButton = button(deaf ? "Hear" : "Don't hear", () => setHeard(person.identity, deaf), deaf);
-      hearButton.dataset.action = "hear";
-      hearButton.setAttribute("aria-label", `${deaf ? "Hear" : "Don't hear"} ${person.name || person.identity}`);
+      const hearButton = rowToggle(deaf ? "Hear" : "Don't hear", person, "hear", deaf, () => setHeard(person.identity, deaf));
       const pinned = state.pinned === person.identity;
-      const pinButton = button(pinned ? "Unpin" : "Pin", () => (pinned ? unpin() : pin(person.identity)), pinned);
-      pinButton.dataset.action = "pin";
-      pinButton.setAttribute("aria-label", `${pinned ? "Unpin" : "Pin"} ${person.name || person.identity}`);
+      const pinButton = rowToggle(pinned ? "Unpin" : "Pin", person, "pin", pinned, () => (pinned ? unpin() : pin(person.identity)));
       pinButton.disabled = !person.tracks?.some((t) => t.source === "camera" && t.state === "live") && !pinned;
       actions.append(hearButton, pinButton);
     }
@@ -583,6 +587,8 @@ async function loadEditor() {
 
 function renderEditor() {
   const board = $("editor");
+  // Counts the drawings, so that a test can wait for the tiles Save draws anew before using them.
+  board.dataset.revision = String(Number(board.dataset.revision ?? 0) + 1);
   board.style.aspectRatio = `${editor.template.canvas.width} / ${editor.template.canvas.height}`;
   board.replaceChildren(...editor.template.positions.map((position, index) => {
     const tile = document.createElement("div");
