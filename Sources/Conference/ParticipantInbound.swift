@@ -344,6 +344,8 @@ public final class ParticipantInbound {
     public var packetsLost: Int64 { receiver.statistics.reduce(0) { $0 + $1.cumulativeLost } }
     /// Its audio packets played as silence without decoding (their RFC 6464 level said so).
     public var silentAudioPacketsSkipped: Int { audioReceiver?.silentPacketsSkipped ?? 0 }
+    /// Its audio packets with sound not decoded, too quiet for a place in the mixes (Top K).
+    public var unheardAudioPacketsSkipped: Int { audioReceiver?.unheardPacketsSkipped ?? 0 }
     /// Its camera's frames: decoded, lost, refused or dropped; nil when it sends no video.
     public var cameraStatistics: VideoReceiver.Statistics? { videoReceiver?.statistics }
     public var nacksSent: Int { receiver.nacksSent }

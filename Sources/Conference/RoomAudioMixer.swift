@@ -159,6 +159,7 @@ public final class RoomAudioMixer<Member: Hashable> {
     /// Mutes or unmutes a member's voice in every mix.
     public func setMuted(_ member: Member, _ muted: Bool) {
         members[member]?.muted = muted
+        members[member]?.receiver?.decodeLevelLimit = muted ? -1 : 127
     }
 
     /// Removes a member: from the next tick its voice is in no mix and it is sent nothing.
@@ -184,9 +185,11 @@ public final class RoomAudioMixer<Member: Hashable> {
             if entry.muted { continue }
             // The receiver decodes mono; a frame of another length is treated as silence.
             guard frame.channels == 1, frame.samples.count == AudioFrame.samplesPer20ms else { continue }
-            let meanSquare = Self.meanSquare(frame.samples)
-            levelsLastTick[member] = max(-127, 10 * log10(max(meanSquare, 1e-3) / (32768.0 * 32768.0)))
-            if meanSquare > configuration.speakingThreshold {
+            // The level its sender gives (RFC 6464), the same whether or not the packet was
+            // decoded; else the decoded audio's.
+            let level = receiver.levelPlaying.map { -Double($0) } ?? Self.level(ofMeanSquare: Self.meanSquare(frame.samples))
+            levelsLastTick[member] = level
+            if level > speakingLevel {
                 sounding.insert(member)
                 frames[member] = frame
             }
@@ -194,6 +197,7 @@ public final class RoomAudioMixer<Member: Hashable> {
         soundingLastTick = sounding
         // The voices in the mixes; a key names the voices a mix holds.
         let mixed = chooseVoices(from: sounding, now: now)
+        limitDecoding(mixed: mixed)
         bus.clear()
         for member in order where mixed.contains(member) {
             if let frame = frames[member] { bus.add(frame) }
@@ -269,6 +273,28 @@ public final class RoomAudioMixer<Member: Hashable> {
         return Set(voices)
     }
 
+    /// Tells each receiver up to which RFC 6464 level its next packets could be heard: every
+    /// level for a chosen voice; for another, a level loud enough to take a free place, or to
+    /// take the quietest chosen voice's place by the margin. A packet quieter than that is in no
+    /// mix, so it is not decoded (a voice chosen on its level is decoded from its next packet:
+    /// it comes in 20 ms late, not heard half-decoded).
+    private func limitDecoding(mixed: Set<Member>) {
+        let limit = configuration.maxVoices
+        let speaking = Int(-speakingLevel)  // a level (-dBov) at or below this sounds
+        let takesAPlace: Int
+        if limit <= 0 || voices.count < limit {
+            takesAPlace = speaking
+        } else {
+            let quietest = voices.map { heldLevels[$0]?.level ?? -127 }.min() ?? -127
+            // A dB to spare: held levels fall between ticks.
+            takesAPlace = min(speaking, Int((-(quietest + configuration.voiceSwitchMarginDb)).rounded(.down)) + 1)
+        }
+        for member in order {
+            guard let entry = members[member], let receiver = entry.receiver else { continue }
+            receiver.decodeLevelLimit = entry.muted ? -1 : limit <= 0 || mixed.contains(member) ? 127 : takesAPlace
+        }
+    }
+
     /// The mix of `key` (this tick's sum, less the frames `left` out), limited and encoded with
     /// the key's encoder; nil if the encoder failed.
     private func encode(key: Set<Member>, without left: [AudioFrame], lossPercent: Int, now: Instant) -> [UInt8]? {
@@ -320,6 +346,14 @@ public final class RoomAudioMixer<Member: Hashable> {
     private func dropIdleChannels(now: Instant) {
         let timeout = configuration.encoderIdleTimeout
         channels = channels.filter { now - $0.value.lastUsed < timeout }
+    }
+
+    /// `Configuration.speakingThreshold` in dBov.
+    private var speakingLevel: Double { Self.level(ofMeanSquare: configuration.speakingThreshold) }
+
+    /// A mean square of Int16 samples in dBov, RFC 6464's scale (-127 for silence).
+    private static func level(ofMeanSquare meanSquare: Double) -> Double {
+        max(-127, 10 * log10(max(meanSquare, 1e-3) / (32768.0 * 32768.0)))
     }
 
     private static func meanSquare(_ samples: [Int16]) -> Double {

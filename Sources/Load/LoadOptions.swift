@@ -136,7 +136,7 @@ public struct LoadOptions: Sendable, Equatable {
                 guard let format = Self.videoFormat(value) else { throw bad("WIDTHxHEIGHT@FPS (even sizes 64-1920, 1-60 fps) or off") }
                 video = format
             case "speakers":
-                guard let count = Int(value), (0...20).contains(count) else { throw bad("a count from 0 to 20") }
+                guard let count = Int(value), (0...SyntheticSignal.mostSpeakers).contains(count) else { throw bad("a count from 0 to \(SyntheticSignal.mostSpeakers)") }
                 speakers = count
             case "max-voices":
                 guard let count = Int(value), (0...64).contains(count) else { throw bad("a count from 0 (no bound) to 64") }

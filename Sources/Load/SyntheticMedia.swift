@@ -7,9 +7,14 @@ import Wire
 /// What a synthetic participant sends, from its index alone, so that every receiver knows what
 /// to expect of every sender.
 public enum SyntheticSignal {
-    /// A speaker's tone: 150 Hz apart from 400 Hz (Goertzel over 20 ms with a Hann window keeps
-    /// neighbours 3 bins apart, below -30 dB), repeating after 20.
-    public static func toneFrequency(index: Int) -> Double { 400 + 150 * Double(index % 20) }
+    /// The most speakers whose tones are told apart.
+    public static let mostSpeakers = 50
+
+    /// A speaker's tone: 150 Hz apart from 400 Hz, to 7.75 kHz for 50 (Goertzel over 20 ms with a
+    /// Hann window keeps neighbours 3 bins apart, below -30 dB; Opus at the host's 32 kbit/s
+    /// keeps them all, `fiftySpeakersTonesAreToldApartThroughOpus`). Closer tones are not told
+    /// apart through Opus: at 100 Hz, two tones' sum is heard at the one between them.
+    public static func toneFrequency(index: Int) -> Double { 400 + 150 * Double(index % mostSpeakers) }
 
     /// A camera's colour: 16 hues around the U/V circle at radius 90, on two luma levels (the
     /// second ring's hues offset by half a step), repeating after 32.

@@ -114,6 +114,8 @@ public struct AudioJitterBuffer: Sendable {
         var samples: Int
         var hasFEC: Bool
         var isSilent: Bool
+        /// Its RFC 6464 level (-dBov), when its sender gave one.
+        var level: UInt8?
     }
 
     /// The RTP timestamp of the next audio to play: the end of what `pop` gave so far (an
@@ -154,9 +156,14 @@ public struct AudioJitterBuffer: Sendable {
         return min(max(wanted, configuration.minimumDelay), configuration.maximumDelay)
     }
 
-    /// Takes one received Opus RTP payload; `isSilent` when its sender said it holds silence.
+    /// The RFC 6464 level of the last packet `pop` gave, nil when its sender gave none (or
+    /// nothing was popped yet).
+    public private(set) var lastPoppedLevel: UInt8?
+
+    /// Takes one received Opus RTP payload; `isSilent` when its sender said it holds silence,
+    /// `level` its RFC 6464 level when the sender gave one.
     public mutating func insert(payload: [UInt8], sequenceNumber: UInt16, timestamp: UInt32, arrival: Instant,
-                                isSilent: Bool = false) {
+                                isSilent: Bool = false, level: UInt8? = nil) {
         let extended = unwrap(sequenceNumber)
         updateJitter(timestamp: timestamp, arrival: arrival)
         defer { refreshDepth() }
@@ -171,7 +178,7 @@ public struct AudioJitterBuffer: Sendable {
         // A malformed packet still takes a tick's time (its decoding fails and is concealed).
         let samples = OpusDecoder.sampleCount(of: payload).map { $0 * configuration.clockRate / AudioFrame.sampleRate } ?? samplesPerTick
         packetSamples = max(samples, packetSamples * 15 / 16)
-        slots[extended] = Entry(payload: payload, timestamp: timestamp, samples: samples, hasFEC: OpusDecoder.hasFEC(payload), isSilent: isSilent)
+        slots[extended] = Entry(payload: payload, timestamp: timestamp, samples: samples, hasFEC: OpusDecoder.hasFEC(payload), isSilent: isSilent, level: level)
         if nextToPlay == nil && bufferingSince == nil { bufferingSince = arrival }
         enforceMaximumDepth()
     }
@@ -190,6 +197,7 @@ public struct AudioJitterBuffer: Sendable {
             cursor = entry.timestamp &+ UInt32(entry.samples)
             underrunSamples = 0
             statistics.played += 1
+            lastPoppedLevel = entry.level
             return entry.isSilent ? .silentPacket(entry.payload, samples: entry.samples) : .packet(entry.payload)
         }
         guard let successor = slots.keys.min(), let entry = slots[successor] else {

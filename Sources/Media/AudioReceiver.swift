@@ -16,6 +16,12 @@ import Wire
 /// - At the next packet with sound the decoder is reset, as at a stream's start: after digital
 ///   silence the sender's encoder is in that state too, so the talkspurt decodes as if nothing had
 ///   been skipped, where the state of the sound before the silence would be mismatched.
+///
+/// Sound nobody will hear is not decoded either: a mix holds only the loudest few voices (Top
+/// K, `RoomAudioMixer`), which it chooses by the levels senders give, so it tells each receiver
+/// up to which level a packet could still make its voice heard (`decodeLevelLimit`); a quieter
+/// one plays as silence undecoded, and the decoder starts afresh at the next one decoded, as
+/// after silence.
 public final class AudioReceiver {
     /// The buffer, for its statistics.
     public private(set) var buffer: AudioJitterBuffer
@@ -23,6 +29,16 @@ public final class AudioReceiver {
     public private(set) var decodeErrors = 0
     /// Packets played as silence without decoding, because their level said so.
     public private(set) var silentPacketsSkipped = 0
+    /// Packets with sound played as silence without decoding, because they were quieter than
+    /// `decodeLevelLimit`.
+    public private(set) var unheardPacketsSkipped = 0
+    /// A packet whose sender gives an RFC 6464 level (-dBov) above this, a quieter one, is not
+    /// decoded: 127 decodes every packet with sound, -1 none that gives a level. Packets
+    /// without a level are always decoded (their level is known only then).
+    public var decodeLevelLimit = 127
+    /// The RFC 6464 level of the packet playing now, when its sender gave one; nil when it gave
+    /// none, or while nothing or a concealment plays (then only the decoded audio says).
+    public private(set) var levelPlaying: UInt8?
     /// The audio taken out of the playout to bring the delay down to the target (pitch periods
     /// and quiet stretches, see `TimeStretch`), in samples per channel.
     public private(set) var shortenedSamples = 0
@@ -62,7 +78,7 @@ public final class AudioReceiver {
     /// Takes one received Opus RTP payload, with its RFC 6464 audio level when the sender put one.
     public func receive(payload: [UInt8], sequenceNumber: UInt16, timestamp: UInt32, arrival: Instant, level: AudioLevel? = nil) {
         buffer.insert(payload: payload, sequenceNumber: sequenceNumber, timestamp: timestamp, arrival: arrival,
-                      isSilent: level.map { $0.level >= Self.silentLevel } ?? false)
+                      isSilent: level.map { $0.level >= Self.silentLevel } ?? false, level: level?.level)
     }
 
     /// Where the playout is; nil while nothing plays.
@@ -155,22 +171,35 @@ public final class AudioReceiver {
 
     /// The buffer's next audio, decoded or concealed; nil when the buffer has nothing playing.
     private func next(now: Instant, wanting: Int) -> [Int16]? {
-        switch buffer.pop(now: now, wanting: clockUnits(wanting)) {
+        let output = buffer.pop(now: now, wanting: clockUnits(wanting))
+        switch output {
+        case .packet, .silentPacket: levelPlaying = buffer.lastPoppedLevel
+        case .silence, .conceal, .recoverWithFEC: levelPlaying = nil
+        }
+        switch output {
         case .silence:
             lastWasSkipped = false
             silentInARow = 0
             return nil
         case .silentPacket(let packet, let units):
             silentInARow += 1
-            if silentInARow == 1 { return decode(packet) }
+            // The end of a sound that was decoded; after one that was not, nothing to end.
+            if silentInARow == 1 && !lastWasSkipped { return decode(packet) }
             silentPacketsSkipped += 1
             lastWasSkipped = true
-            return [Int16](repeating: 0, count: samples(fromClock: units) * channels)
+            return silence(units)
         case .conceal(let units) where lastWasSkipped:
-            return [Int16](repeating: 0, count: samples(fromClock: units) * channels)
+            return silence(units)
         case .conceal(let units):
             return decoder.concealLoss(samples: samples(fromClock: units)).samples
         case .packet(let packet):
+            silentInARow = 0
+            if let level = buffer.lastPoppedLevel, Int(level) > decodeLevelLimit,
+               let units = OpusDecoder.sampleCount(of: packet).map({ clockUnits($0) }) {
+                unheardPacketsSkipped += 1
+                lastWasSkipped = true
+                return silence(units)
+            }
             resetAfterSilence()
             return decode(packet)
         case .recoverWithFEC(let next, let units):
@@ -181,6 +210,9 @@ public final class AudioReceiver {
             }
         }
     }
+
+    /// `units` of the clock as silence.
+    private func silence(_ units: Int) -> [Int16] { [Int16](repeating: 0, count: samples(fromClock: units) * channels) }
 
     private func decode(_ packet: [UInt8]) -> [Int16] {
         do { return try decoder.decode(packet).samples } catch {

@@ -19,6 +19,8 @@ import WireTesting
         let encoder: OpusEncoder
         let decoder: OpusDecoder
         var heard: [Int16] = []
+        /// Whether its packets carry their RFC 6464 level, as browsers send them.
+        var sendsLevels = false
         init(_ name: String) throws {
             self.name = name
             receiver = try AudioReceiver(channels: 1)
@@ -36,11 +38,12 @@ import WireTesting
         try run(mixer, members, voices: voices, ticks: range, keep: keep, check: check)
     }
 
-    private func room(_ names: [String]) throws -> (RoomAudioMixer<String>, [String: Member]) {
+    private func room(_ names: [String], levels: Bool = false) throws -> (RoomAudioMixer<String>, [String: Member]) {
         let mixer = RoomAudioMixer<String>()
         var members: [String: Member] = [:]
         for name in names {
             let member = try Member(name)
+            member.sendsLevels = levels
             members[name] = member
             mixer.add(name, receiver: member.receiver)
         }
@@ -54,9 +57,11 @@ import WireTesting
             let now = Instant(nanoseconds: 1_000_000_000) + .milliseconds(20 * tick)
             for (name, voice) in voices.sorted(by: { $0.key < $1.key }) {
                 guard let member = members[name] else { continue }
-                let packet = try member.encoder.encode(toneFrame(voice.hz, frame: tick, amplitude: voice.amplitude))
+                let frame = toneFrame(voice.hz, frame: tick, amplitude: voice.amplitude)
+                let packet = try member.encoder.encode(frame)
                 member.receiver.receive(payload: packet, sequenceNumber: UInt16(truncatingIfNeeded: tick),
-                                        timestamp: UInt32(truncatingIfNeeded: tick * 960), arrival: now)
+                                        timestamp: UInt32(truncatingIfNeeded: tick * 960), arrival: now,
+                                        level: member.sendsLevels ? AudioLevel(of: frame) : nil)
             }
             let packets = mixer.tick(now: now)
             for (name, member) in members {
@@ -71,8 +76,10 @@ import WireTesting
     /// Five talk at once, each at its own loudness: the mixes hold the three loudest (K = 3), a
     /// listener hears those and not the two quietest, the loudest hears the next two and not
     /// itself, and the room runs K + 1 encoders.
-    @Test func aMixHoldsTheThreeLoudestVoices() throws {
-        let (mixer, members) = try room(["v1", "v2", "v3", "v4", "v5", "listener"])
+    /// The same whether the voices are chosen by the levels their senders give (RFC 6464), or
+    /// by their decoded audio; with levels, the two left out are not decoded.
+    @Test(arguments: [false, true]) func aMixHoldsTheThreeLoudestVoices(levels: Bool) throws {
+        let (mixer, members) = try room(["v1", "v2", "v3", "v4", "v5", "listener"], levels: levels)
         let voices: [String: (hz: Double, amplitude: Double)] = ["v1": (300, 12_000), "v2": (500, 9_000), "v3": (700, 6_000),
                                                                  "v4": (900, 2_000), "v5": (1_100, 1_500)]
         try run(mixer, members, voices: voices, ticks: 0..<40, keep: 15)
@@ -88,12 +95,17 @@ import WireTesting
         }
         #expect(power(v1.heard, "v2") > 30 * power(v1.heard, "v1"), "v1 does not hear itself")
         #expect(power(v1.heard, "v3") > 30 * power(v1.heard, "v4"), "v1 hears the chosen voices only")
+        let skipped = { (name: String) in members[name]?.receiver.unheardPacketsSkipped ?? -1 }
+        for chosen in ["v1", "v2", "v3"] { #expect(skipped(chosen) == 0, "\(chosen) is heard: decoded") }
+        for left in ["v4", "v5"] {
+            #expect(skipped(left) >= (levels ? 30 : 0) && skipped(left) <= (levels ? 40 : 0), "\(left) is heard by nobody: decoded only without levels")
+        }
     }
 
     /// Hysteresis: a fourth voice a little louder than the quietest chosen one stays out; one
     /// clearly louder (over the 6 dB margin) takes its place.
-    @Test func aVoiceTakesAPlaceOnlyWhenClearlyLouder() throws {
-        let (mixer, members) = try room(["a", "b", "c", "d", "listener"])
+    @Test(arguments: [false, true]) func aVoiceTakesAPlaceOnlyWhenClearlyLouder(levels: Bool) throws {
+        let (mixer, members) = try room(["a", "b", "c", "d", "listener"], levels: levels)
         var voices: [String: (hz: Double, amplitude: Double)] = ["a": (300, 8_000), "b": (500, 8_000), "c": (700, 6_000)]
         try run(mixer, members, voices: voices, ticks: 0..<20)
         #expect(Set(mixer.voices) == ["a", "b", "c"])
@@ -103,9 +115,14 @@ import WireTesting
         voices["d"] = (900, 16_000)  // +8.5 dB over c
         try run(mixer, members, voices: voices, ticks: 45..<70)
         #expect(Set(mixer.voices) == ["a", "b", "d"], "the clearly louder voice takes the quietest one's place")
+        // Once in, d is decoded and heard (with levels, from the packet after it was chosen).
+        let listener = try #require(members["listener"])
+        listener.heard = []
+        try run(mixer, members, voices: voices, ticks: 70..<80)
+        #expect(tonePower(listener.heard, frequency: 900) > 30 * tonePower(listener.heard, frequency: 700), "d is heard, c is not")
         // c falls silent; it keeps nothing, and with three left sounding everyone is in.
         voices["c"] = nil
-        try run(mixer, members, voices: voices, ticks: 70..<110)
+        try run(mixer, members, voices: voices, ticks: 80..<120)
         #expect(Set(mixer.voices) == ["a", "b", "d"])
     }
 

@@ -55,6 +55,37 @@ import WireTesting
         }
         #expect(worst < LoadParticipant.ownTonePresence / 2, "worst own-tone fraction \(worst)")
     }
+
+    /// Fifty speakers' tones are fifty frequencies; through Opus, a mix of three (the Top K
+    /// default), two of them the tone's neighbours and one far off, is heard as the load's checks
+    /// hear it: each of the three in at least `heardShare` of the frames, the tone between them
+    /// in at most `ownToneShare`.
+    @Test func fiftySpeakersTonesAreToldApartThroughOpus() throws {
+        let speakers = SyntheticSignal.mostSpeakers
+        let frequencies = (0..<speakers).map { SyntheticSignal.toneFrequency(index: $0) }
+        #expect(Set(frequencies).count == speakers)
+        let meter = ToneMeter(frequencies: frequencies)
+        for listener in 1..<(speakers - 1) {
+            let encoder = try OpusEncoder(.init(channels: 1, bitrate: 32_000, complexity: 5))
+            let decoder = try OpusDecoder(channels: 1)
+            let mixed = [listener - 1, listener + 1, (listener + speakers / 2) % speakers]
+            var judged = 0, withOwn = 0
+            var heard = mixed.map { _ in 0 }
+            for frame in 0..<60 {
+                let samples = Self.tone(mixed.map { frequencies[$0] }, frame: frame, amplitude: 4000)
+                let (level, fractions) = meter.measure(try decoder.decode(encoder.encode(AudioFrame(samples: samples))).samples)
+                guard frame >= 10, level > LoadParticipant.judgedLevel else { continue }
+                judged += 1
+                if fractions[listener] > LoadParticipant.ownTonePresence { withOwn += 1 }
+                for (slot, speaker) in mixed.enumerated() where fractions[speaker] > LoadParticipant.tonePresence { heard[slot] += 1 }
+            }
+            #expect(judged >= 45)
+            #expect(Double(withOwn) <= LoadChecks.ownToneShare * Double(judged), "speaker \(listener) hears its own tone in \(withOwn) of \(judged) frames of \(mixed)")
+            for (slot, speaker) in mixed.enumerated() {
+                #expect(Double(heard[slot]) >= LoadChecks.heardShare * Double(judged), "speaker \(listener) hears \(speaker) in \(heard[slot]) of \(judged) frames")
+            }
+        }
+    }
 }
 
 @Suite struct FrameCodeTests {
