@@ -3,7 +3,7 @@
 # inside a loopback-only network namespace). Each point is 3 runs, each against a fresh host; the
 # table holds medians of the runs' figures (each run's figures are its steady window: from the last
 # join + 2 s to the end).
-#   scripts/bench-load.sh [audio|video|largest|levels]...      (default: audio video)
+#   scripts/bench-load.sh [audio|video|largest|levels|speakers|audio500]...      (default: audio video)
 #     audio    rooms of 10, 50 and 200 guests, 3 speaking, no video
 #     video    rooms of 4, 9, 16 and 25 guests sending 640x360@30, a 1280x720@30 composite
 #     largest  the largest audio room (3 speaking) and 360p video room whose checks all pass,
@@ -11,6 +11,9 @@
 #              runs at the largest size that passed
 #     levels   the audio room of 200 with and without RFC 6464 levels in the guests' packets (the
 #              host decodes no packet whose level says silence; without levels it decodes all)
+#     speakers an audio room of 50 where everyone speaks (Top K, the host's default K = 3), with and
+#              without RFC 6464 levels (with them the host decodes only the voices it mixes)
+#     audio500 the audio room of 500 guests, 3 speaking
 # Environment: RUNS (3), BENCH_DIR (/tmp/tessera-bench-load).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -106,9 +109,16 @@ for mode in "${modes[@]}"; do
             header
             point audio-200-levels 200 --speakers 3 --video off --join-rate 40 --duration 30s --audio-levels on
             point audio-200-no-levels 200 --speakers 3 --video off --join-rate 40 --duration 30s --audio-levels off ;;
+        speakers)
+            header
+            point speakers-50-levels 50 --speakers 50 --video off --join-rate 20 --duration 20s --audio-levels on
+            point speakers-50-no-levels 50 --speakers 50 --video off --join-rate 20 --duration 20s --audio-levels off ;;
+        audio500)
+            header
+            point audio-500 500 --speakers 3 --video off --join-rate 40 --duration 30s ;;
         largest)
             largest audio 200 300 400 500 600 800 1000 1200
             largest video 16 25 36 49 64 ;;
-        *) echo "bench-load: unknown mode $mode (audio, video, largest, levels)" >&2; exit 2 ;;
+        *) echo "bench-load: unknown mode $mode (audio, video, largest, levels, speakers, audio500)" >&2; exit 2 ;;
     esac
 done

@@ -24,8 +24,10 @@ import Wire
 /// one without each voice for that voice itself), plus those of listeners who chose not to hear
 /// someone. The choice has hysteresis: a voice keeps its place through pauses between words
 /// (`voiceHold`), and one outside takes the place of the quietest inside only when it is
-/// `voiceSwitchMarginDb` louder (levels held with a slow release), so voices do not flicker in and
-/// out. A voice left out is in no mix, its own listener's included: nobody hears themselves, and
+/// `voiceSwitchMarginDb` louder (levels smoothed over about 100 ms, since single decoded frames
+/// of a tone peak up to 5 dB above it, and not moved by concealed losses nor by pauses), so
+/// voices do not flicker in and out. The levels are those senders give (RFC 6464) where they
+/// do, so a voice left out is not even decoded (`AudioReceiver.decodeLevelLimit`). A voice left out is in no mix, its own listener's included: nobody hears themselves, and
 /// `notHeard` holds as before.
 ///
 /// Mixing is `MixBus`'s, the one `MixMinus` uses too: the sounding frames summed once in Int32,
@@ -115,10 +117,11 @@ public final class RoomAudioMixer<Member: Hashable> {
     /// The voices chosen for the mixes (at most `maxVoices`), in the order they were chosen; one
     /// silent for less than `voiceHold` keeps its place.
     public private(set) var voices: [Member] = []
-    /// Each chosen or sounding member's level with a slow release (dBov), and when it last sounded.
+    /// Each chosen or sounding member's level (dBov) smoothed over its sounding ticks, and when it
+    /// last sounded.
     private var heldLevels: [Member: (level: Double, sounded: Instant)] = [:]
-    /// How fast a held level falls, in dB a tick (25 dB a second).
-    private static var levelReleasePerTick: Double { 0.5 }
+    /// The weight of a tick's level in the smoothed level: a time constant of five ticks.
+    private static var levelSmoothing: Double { 0.2 }
     /// Whether each tick also makes the whole room's mix (everyone sounding), for recordings.
     public var producesRoomMix = false
     /// The whole room's mix of the last tick, when `producesRoomMix`.
@@ -178,6 +181,7 @@ public final class RoomAudioMixer<Member: Hashable> {
         // whether or not anyone hears it.
         var frames: [Member: AudioFrame] = [:]
         var sounding: Set<Member> = []
+        var concealed: Set<Member> = []
         levelsLastTick.removeAll(keepingCapacity: true)
         for member in order {
             guard let entry = members[member], let receiver = entry.receiver else { continue }
@@ -189,6 +193,7 @@ public final class RoomAudioMixer<Member: Hashable> {
             // decoded; else the decoded audio's.
             let level = receiver.levelPlaying.map { -Double($0) } ?? Self.level(ofMeanSquare: Self.meanSquare(frame.samples))
             levelsLastTick[member] = level
+            if receiver.concealedLastTick { concealed.insert(member) }
             if level > speakingLevel {
                 sounding.insert(member)
                 frames[member] = frame
@@ -196,7 +201,7 @@ public final class RoomAudioMixer<Member: Hashable> {
         }
         soundingLastTick = sounding
         // The voices in the mixes; a key names the voices a mix holds.
-        let mixed = chooseVoices(from: sounding, now: now)
+        let mixed = chooseVoices(from: sounding, concealed: concealed, now: now)
         limitDecoding(mixed: mixed)
         bus.clear()
         for member in order where mixed.contains(member) {
@@ -244,13 +249,13 @@ public final class RoomAudioMixer<Member: Hashable> {
     /// `maxVoices`, else the chosen ones (see the type's comment); and a chosen one silent for
     /// less than `voiceHold`, which adds nothing to the sum but keeps the mixes' keys as they
     /// were, so that a pause between words does not move listeners to other encoders.
-    private func chooseVoices(from sounding: Set<Member>, now: Instant) -> Set<Member> {
+    private func chooseVoices(from sounding: Set<Member>, concealed: Set<Member>, now: Instant) -> Set<Member> {
         for member in sounding {
             let level = levelsLastTick[member] ?? -127
-            heldLevels[member] = (max(level, (heldLevels[member]?.level ?? -127) - Self.levelReleasePerTick), now)
-        }
-        for (member, held) in heldLevels where !sounding.contains(member) {
-            heldLevels[member]?.level = held.level - Self.levelReleasePerTick
+            // A concealed loss sounds, but its level is the decoder's guess (a tone's can peak
+            // 5 dB above it): it keeps the voice's level as it was.
+            let smoothed = heldLevels[member].map { concealed.contains(member) ? $0.level : $0.level + (level - $0.level) * Self.levelSmoothing } ?? level
+            heldLevels[member] = (smoothed, now)
         }
         let hold = configuration.voiceHold
         // A voice silent past its hold, or gone, loses its place (and its held level).
@@ -286,7 +291,7 @@ public final class RoomAudioMixer<Member: Hashable> {
             takesAPlace = speaking
         } else {
             let quietest = voices.map { heldLevels[$0]?.level ?? -127 }.min() ?? -127
-            // A dB to spare: held levels fall between ticks.
+            // A dB to spare: the quietest voice's smoothed level moves between ticks.
             takesAPlace = min(speaking, Int((-(quietest + configuration.voiceSwitchMarginDb)).rounded(.down)) + 1)
         }
         for member in order {

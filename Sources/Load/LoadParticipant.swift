@@ -134,6 +134,15 @@ final class LoadParticipant {
     private var lastFrameArrival: Instant?
     /// Per speaker: mix frames in a row without its tone.
     private var quietFrames: [Int]
+    /// How steadily each speaker is in this listener's mix: the share of the recent judged frames
+    /// holding its tone (a moving average over about half a second).
+    private var presence: [Double]
+    /// Whether the host mixes only some of the speakers (Top K): then a speaker's onset is timed
+    /// only while it is steadily in the mix, since one outside it is not heard at its onset (it
+    /// comes in whenever the host gives it a place), and Opus's intermodulation of two mixed tones
+    /// can put a few percent of a frame at a third speaker's frequency, which looked like that
+    /// speaker's onset 0.8 s late.
+    private let mixesSomeSpeakers: Bool
     private var decodedSinceCheck = 0
     /// Generation of the join, so an answer to an abandoned join is ignored.
     private var generation = 0
@@ -166,6 +175,8 @@ final class LoadParticipant {
         self.silence = silence
         self.pictureLoop = pictureLoop
         quietFrames = model.speakers.map { _ in 0 }
+        presence = model.speakers.map { _ in 0 }
+        mixesSomeSpeakers = model.options.maxVoices > 0 && model.options.speakers > model.options.maxVoices
     }
 
     private var now: Instant { loop.clock.now() }
@@ -556,6 +567,9 @@ final class LoadParticipant {
             } else if model.hasBeenSending(speaker, for: .milliseconds(1500), now: now) {
                 results.framesExpectingSpeaker[speaker, default: 0] += 1
                 if fraction > Self.tonePresence { results.framesHearingSpeaker[speaker, default: 0] += 1 }
+                let steady = presence[speaker] >= 0.5
+                presence[speaker] += (fraction > Self.tonePresence ? 1 - presence[speaker] : -presence[speaker]) / 25
+                if mixesSomeSpeakers && !steady { continue }
                 // Each onset is timed once: the tone coming back after a dropout in the middle
                 // (Opus concealing a loss or two of a pure tone goes quiet for a few frames) is
                 // not its start.

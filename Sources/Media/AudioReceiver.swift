@@ -39,6 +39,9 @@ public final class AudioReceiver {
     /// The RFC 6464 level of the packet playing now, when its sender gave one; nil when it gave
     /// none, or while nothing or a concealment plays (then only the decoded audio says).
     public private(set) var levelPlaying: UInt8?
+    /// Whether the last tick's audio holds a concealment (a loss or an underrun guessed by the
+    /// decoder): its level is not the sender's.
+    public private(set) var concealedLastTick = false
     /// The audio taken out of the playout to bring the delay down to the target (pitch periods
     /// and quiet stretches, see `TimeStretch`), in samples per channel.
     public private(set) var shortenedSamples = 0
@@ -93,6 +96,7 @@ public final class AudioReceiver {
     /// a skip that would be heard, while jitter's short peaks keep the depth they need.
     public func tick(now: Instant) -> AudioFrame {
         lastTick = now
+        concealedLastTick = false
         let tick = samplesPerTick
         if buffer.cursorTimestamp != nil { judgeSpareDelay() } else { spare = SpareDelay() }
         // Lip sync stretches the audio already here (the tick about to play and the delay). Taking
@@ -191,6 +195,7 @@ public final class AudioReceiver {
         case .conceal(let units) where lastWasSkipped:
             return silence(units)
         case .conceal(let units):
+            concealedLastTick = true
             return decoder.concealLoss(samples: samples(fromClock: units)).samples
         case .packet(let packet):
             silentInARow = 0
