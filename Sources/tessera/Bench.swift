@@ -156,9 +156,11 @@ func sampleAudioPacket() throws -> [UInt8] {
                   payload: ArraySlice((0..<80).map { UInt8(truncatingIfNeeded: $0 &* 7) })).serialized()
 }
 
-/// SRTP protect + unprotect per packet, for both profiles at a video and an audio packet's size.
+/// SRTP protect + unprotect per packet, for both profiles at a video and an audio packet's size,
+/// with the crypto this process uses: OpenSSL's, or libsrtp2's own with TESSERA_SRTP_CRYPTO=libsrtp.
 func benchSRTP() throws -> [Measurement] {
     let video = try RTPPacket.parse(sampleVideoPacket()), audio = try RTPPacket.parse(sampleAudioPacket())
+    let crypto = SRTPSession.crypto == .openssl ? "OpenSSL" : "libsrtp"
     var results: [Measurement] = []
     for (profile, name) in [(SRTPProfile.aeadAES128GCM, "AEAD_AES_128_GCM"), (.aes128CMHMACSHA1_80, "AES128_CM_HMAC_SHA1_80")] {
         for var packet in [video, audio] {
@@ -166,7 +168,7 @@ func benchSRTP() throws -> [Measurement] {
             let sender = try SRTPSession(profile: profile, direction: .outbound, masterKeyAndSalt: keys)
             let receiver = try SRTPSession(profile: profile, direction: .inbound, masterKeyAndSalt: keys)
             let size = try packet.serialized().count
-            results.append(try measure("SRTP \(name) protect + unprotect, \(size) B", unit: " pkt/s") {
+            results.append(try measure("SRTP \(name) protect+unprotect \(size) B, \(crypto)", unit: " pkt/s") {
                 packet.sequenceNumber &+= 1
                 consume(try receiver.unprotectRTP(sender.protectRTP(packet.serialized())))
             })
