@@ -28,6 +28,9 @@ public final class ConferenceHost: Sendable {
         if let impair = config.testing.impair {
             log.warning("testingImpair", ["detail": "the media socket is impaired for tests: \(impair.networkImpairment)"])
         }
+        if SRTPSession.crypto != .openssl {  // slower SRTP (libsrtp2's own crypto), by choice or failure
+            log.warning("srtpCrypto", ["detail": SRTPSession.crypto.summary])
+        }
         if !config.testing.faults.isEmpty {
             log.warning("testingFaults", ["detail": "deliberate faults for tests are on: \(config.testing.faults.map(\.rawValue).sorted().joined(separator: ", "))"])
         }

@@ -1,7 +1,12 @@
 private import CSRTP
+private import CSRTPCrypto
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The SRTP protection profiles the host negotiates in DTLS use_srtp (RFC 5764 §4.1.2), most
-/// preferred first: AEAD GCM (RFC 7714) is about six times cheaper here than HMAC-SHA1.
+/// preferred first: AEAD GCM (RFC 7714) is about 1.8 times cheaper here than AES-CM with HMAC-SHA1
+/// (both on OpenSSL: docs/architecture.md, "SRTP's crypto").
 public enum SRTPProfile: Sendable, Hashable, CaseIterable {
     case aeadAES128GCM
     case aes128CMHMACSHA1_80
@@ -126,8 +131,52 @@ public final class SRTPSession {
     }
 }
 
-/// libsrtp2 must be initialized once per process before any session is made.
+/// What does SRTP's AES-CM, AES-GCM and HMAC-SHA1 in this process. libsrtp2 does SRTP either way;
+/// by default its cipher and auth types are replaced at start-up by ones on OpenSSL's EVP (the
+/// CSRTPCrypto target), which keep their keyed contexts per session: Debian's libsrtp2 does them on
+/// NSS, which sets up a context per packet.
+public enum SRTPCrypto: Equatable, Sendable {
+    /// OpenSSL's EVP, installed into libsrtp2 (the default).
+    case openssl
+    /// libsrtp2's own, because the environment has `TESSERA_SRTP_CRYPTO=libsrtp` (to compare the
+    /// two on one build: `TESSERA_SRTP_CRYPTO=libsrtp tessera bench srtp`).
+    case libsrtp
+    /// libsrtp2's own for what was not yet replaced when installing the OpenSSL types failed with
+    /// this libsrtp status (a self-test failed, or OpenSSL lacks an algorithm).
+    case libsrtpAfterFailure(status: Int32)
+
+    /// The environment variable that chooses, and the value of it that keeps libsrtp2's own.
+    public static let environmentVariable = "TESSERA_SRTP_CRYPTO"
+    public static let libsrtpValue = "libsrtp"
+
+    /// For `tessera version` and logs.
+    public var summary: String {
+        switch self {
+        case .openssl: "AES-CM, AES-GCM and HMAC-SHA1 on OpenSSL EVP"
+        case .libsrtp: "libsrtp2's own (\(Self.environmentVariable)=\(Self.libsrtpValue))"
+        case .libsrtpAfterFailure(let status): "libsrtp2's own (installing OpenSSL's failed: libsrtp status \(status))"
+        }
+    }
+}
+
+extension SRTPSession {
+    /// Which crypto SRTP uses in this process (initializing libsrtp2 if nothing has yet).
+    public static var crypto: SRTPCrypto { SRTPLibrary.crypto }
+}
+
+/// libsrtp2 must be initialized once per process before any session is made, and its crypto
+/// replaced right after, before any session exists.
 enum SRTPLibrary {
-    private static let initialized: Bool = srtp_init() == srtp_err_status_ok
+    /// (When srtp_init fails, srtp_create fails too: every session reports it.)
+    private static let initialized: SRTPCrypto = {
+        let status = srtp_init()
+        guard status == srtp_err_status_ok else { return .libsrtpAfterFailure(status: Int32(status.rawValue)) }
+        if let chosen = getenv(SRTPCrypto.environmentVariable), String(cString: chosen) == SRTPCrypto.libsrtpValue {
+            return .libsrtp
+        }
+        let replaced = tessera_srtp_use_openssl()
+        return replaced == 0 ? .openssl : .libsrtpAfterFailure(status: replaced)
+    }()
     static func initializeOnce() { _ = initialized }
+    static var crypto: SRTPCrypto { initialized }
 }

@@ -8,6 +8,7 @@ public enum TransportLibraries {
         [
             ("OpenSSL", String(cString: OpenSSL_version(Int32(OPENSSL_VERSION)))),
             ("libsrtp2", String(cString: srtp_get_version_string())),
+            ("SRTP crypto", SRTPSession.crypto.summary),
             ("zlib", String(cString: zlibVersion())),
         ]
     }

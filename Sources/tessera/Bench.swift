@@ -8,16 +8,21 @@ import Wire
 /// `tessera bench [NAME...]`: throughput of the per-packet work, measured in this process on one
 /// thread. Each benchmark runs 5 rounds after a warm-up and prints the median; build with
 /// `-c release` for figures worth comparing.
-var benchmarks: [(name: String, run: () throws -> Measurement)] {
+/// Each benchmark prints one line per case it measures (`srtp`: four).
+var benchmarks: [(name: String, run: () throws -> [Measurement])] {
     [
-    ("rtp", benchRTP), ("rtcp", benchRTCP), ("stun", benchSTUN), ("stun-check", benchSTUNCheck),
-    ("srtp", benchSRTP), ("srtp-loop", benchSRTPLoop),
-    ("mix-10", benchMix10), ("mix-100", benchMix100), ("mix-1000", benchMix1000),
-    ("mixminus-10", benchMixMinus10), ("mixminus-100", benchMixMinus100), ("mixminus-1000", benchMixMinus1000),
-    ("vp8-encode-360p", benchVP8Encode360p), ("vp8-encode-720p", benchVP8Encode720p),
-    ("vp8-decode-360p", benchVP8Decode360p), ("vp8-decode-720p", benchVP8Decode720p), ("vp8-cpu-used", benchVP8CpuUsed),
-    ("opus-encode-10", benchOpusEncode10), ("opus-encode-5", benchOpusEncode5), ("opus-decode", benchOpusDecode),
+    one("rtp", benchRTP), one("rtcp", benchRTCP), one("stun", benchSTUN), one("stun-check", benchSTUNCheck),
+    ("srtp", benchSRTP), one("srtp-loop", benchSRTPLoop),
+    one("mix-10", benchMix10), one("mix-100", benchMix100), one("mix-1000", benchMix1000),
+    one("mixminus-10", benchMixMinus10), one("mixminus-100", benchMixMinus100), one("mixminus-1000", benchMixMinus1000),
+    one("vp8-encode-360p", benchVP8Encode360p), one("vp8-encode-720p", benchVP8Encode720p),
+    one("vp8-decode-360p", benchVP8Decode360p), one("vp8-decode-720p", benchVP8Decode720p), one("vp8-cpu-used", benchVP8CpuUsed),
+    one("opus-encode-10", benchOpusEncode10), one("opus-encode-5", benchOpusEncode5), one("opus-decode", benchOpusDecode),
     ]
+}
+/// A benchmark of one case.
+private func one(_ name: String, _ run: @escaping () throws -> Measurement) -> (name: String, run: () throws -> [Measurement]) {
+    (name, { [try run()] })
 }
 var benchmarkNames: [String] { benchmarks.map(\.name) }
 
@@ -33,8 +38,7 @@ func runBenchmarks(_ names: [String]) {
     print("benchmark       what is measured" + String(repeating: " ", count: 46) + "median        (min .. max)")
     for (name, run) in all where wanted.contains(name) {
         do {
-            let result = try run()
-            print(result.line(name: name))
+            for result in try run() { print(result.line(name: name)) }
         } catch {
             abort("bench", "\(name): \(error)")
         }
@@ -145,16 +149,32 @@ func benchSTUNCheck() throws -> Measurement {
     }
 }
 
-func benchSRTP() throws -> Measurement {
-    let profile = SRTPProfile.aeadAES128GCM
-    let keys = (0..<(profile.masterKeyLength + profile.masterSaltLength)).map { UInt8($0) }
-    let sender = try SRTPSession(profile: profile, direction: .outbound, masterKeyAndSalt: keys)
-    let receiver = try SRTPSession(profile: profile, direction: .inbound, masterKeyAndSalt: keys)
-    var packet = try RTPPacket.parse(sampleVideoPacket())
-    return try measure("SRTP AEAD_AES_128_GCM protect + unprotect, 1200 B", unit: " pkt/s") {
-        packet.sequenceNumber &+= 1
-        consume(try receiver.unprotectRTP(sender.protectRTP(packet.serialized())))
+/// A 100-byte Opus packet as Chromium sends it: mid and audio level extensions, 80 B of payload.
+func sampleAudioPacket() throws -> [UInt8] {
+    try RTPPacket(marker: false, payloadType: 111, sequenceNumber: 4711, timestamp: 48_000, ssrc: 0x8765_4321,
+                  extensions: [RTPHeaderExtension(id: 4, data: Array("0".utf8)), RTPHeaderExtension(id: 1, data: [0x80 | 30])],
+                  payload: ArraySlice((0..<80).map { UInt8(truncatingIfNeeded: $0 &* 7) })).serialized()
+}
+
+/// SRTP protect + unprotect per packet, for both profiles at a video and an audio packet's size,
+/// with the crypto this process uses: OpenSSL's, or libsrtp2's own with TESSERA_SRTP_CRYPTO=libsrtp.
+func benchSRTP() throws -> [Measurement] {
+    let video = try RTPPacket.parse(sampleVideoPacket()), audio = try RTPPacket.parse(sampleAudioPacket())
+    let crypto = SRTPSession.crypto == .openssl ? "OpenSSL" : "libsrtp"
+    var results: [Measurement] = []
+    for (profile, name) in [(SRTPProfile.aeadAES128GCM, "AEAD_AES_128_GCM"), (.aes128CMHMACSHA1_80, "AES128_CM_HMAC_SHA1_80")] {
+        for var packet in [video, audio] {
+            let keys = (0..<(profile.masterKeyLength + profile.masterSaltLength)).map { UInt8($0) }
+            let sender = try SRTPSession(profile: profile, direction: .outbound, masterKeyAndSalt: keys)
+            let receiver = try SRTPSession(profile: profile, direction: .inbound, masterKeyAndSalt: keys)
+            let size = try packet.serialized().count
+            results.append(try measure("SRTP \(name) protect+unprotect \(size) B, \(crypto)", unit: " pkt/s") {
+                packet.sequenceNumber &+= 1
+                consume(try receiver.unprotectRTP(sender.protectRTP(packet.serialized())))
+            })
+        }
     }
+    return results
 }
 
 /// RTP through the real loop path on one core: protect, sendmmsg to 127.0.0.1, recvmmsg, unprotect.

@@ -49,6 +49,8 @@ let benchCommand = Subcommand(name: "bench", summary: "measure per-packet and pe
     Build with `swift build -c release` for figures worth comparing; all of them take about
     2 minutes. Names (all when none is given):
       \(benchmarkNames.joined(separator: " "))
+    With TESSERA_SRTP_CRYPTO=libsrtp in the environment, SRTP runs on libsrtp2's own crypto
+    instead of OpenSSL's (srtp's lines name which).
     """, takesOperands: true)
 
 let loadCommand = Subcommand(name: "load", summary: "synthetic participants load a host and check what they receive",
