@@ -42,14 +42,14 @@ public struct ActiveSpeakerDetector: Sendable {
     /// Takes one level reading: 0 is the loudest, -127 silence (RFC 6464 §3 in -dBov).
     public mutating func update(participant: String, level: Double, now: Instant) {
         let level = max(-127, min(0, level))
-        guard var entry = levels[participant] else {
+        // In place, one lookup: a room of hundreds updates every member every 20 ms.
+        guard let index = levels.index(forKey: participant) else {
             levels[participant] = Level(smoothed: level, updated: now)
             return
         }
-        let weight = level > entry.smoothed ? configuration.attack : configuration.release
-        entry.smoothed += weight * (level - entry.smoothed)
-        entry.updated = now
-        levels[participant] = entry
+        let weight = level > levels.values[index].smoothed ? configuration.attack : configuration.release
+        levels.values[index].smoothed += weight * (level - levels.values[index].smoothed)
+        levels.values[index].updated = now
     }
 
     /// Forgets a participant who left; if it was the speaker, nobody is until someone speaks.
@@ -61,11 +61,11 @@ public struct ActiveSpeakerDetector: Sendable {
 
     /// Decides at `now`; returns the new speaker when it changed.
     public mutating func evaluate(now: Instant) -> String? {
-        func loudness(_ name: String?) -> Double? {
-            guard let name, let entry = levels[name], now - entry.updated < configuration.staleAfter else { return nil }
-            return entry.smoothed >= configuration.speakingThreshold ? entry.smoothed : nil
+        func loudness(of entry: Level) -> Double? {
+            now - entry.updated < configuration.staleAfter && entry.smoothed >= configuration.speakingThreshold ? entry.smoothed : nil
         }
-        let loudest = levels.keys.compactMap { name in loudness(name).map { (name, $0) } }
+        func loudness(_ name: String?) -> Double? { name.flatMap { levels[$0] }.flatMap(loudness(of:)) }
+        let loudest = levels.compactMap { name, entry in loudness(of: entry).map { (name, $0) } }
             .max { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 > $1.0) }
         guard let (candidate, candidateLevel) = loudest, candidate != current else {
             challenger = nil

@@ -355,6 +355,12 @@ public final class ParticipantInbound {
     /// Shows the camera pictures whose audio plays now (lip sync, `CameraSync`): call before
     /// each composite is drawn, `drawInterval` apart.
     public func releaseCamera(now: Instant, drawInterval: Duration) {
+        guard videoReceiver != nil else {
+            // No camera (or no more): nothing held, and the voice needs no delay. Every video
+            // tick comes here for every guest, in an audio room of hundreds too.
+            if let audioReceiver, audioReceiver.lipSyncDelay != .zero { audioReceiver.lipSyncDelay = .zero }
+            return
+        }
         var clocks: (audio: SenderClock, video: SenderClock)?
         if let microphoneSSRC = microphoneMid.flatMap(inbound.section(mid:))?.mediaSSRC, let cameraSSRC,
            let audio = receiver.senderClock(of: microphoneSSRC),

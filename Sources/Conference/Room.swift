@@ -332,10 +332,13 @@ public final class Room {
     /// Resolves the current description to tracks and gives it to the compositor.
     private func applyLayout(publish: Bool) {
         let description = currentDescription
+        // The first guest of each identity, looked up once per position (a room of hundreds).
+        var guests: [String: Participant] = [:]
+        for participant in participants where !participant.isViewer && guests[participant.identity] == nil { guests[participant.identity] = participant }
         let positions = description.positions.enumerated().map { index, position -> VideoTrackPositionInfo in
             let shownParticipant = configuration.camerasInWrongSlots
                 ? description.positions[(index + 1) % description.positions.count].participant : position.participant
-            let participant = participants.first { $0.identity == shownParticipant && !$0.isViewer }
+            let participant = guests[shownParticipant]
             // One who is not here is a stand-in track freed at once: the position shows its
             // placeholder (as it does for a screen not shared: a track with no pictures).
             let track = position.source == .camera ? participant?.inbound.cameraTrack : participant?.inbound.screenTrack
@@ -468,7 +471,7 @@ public final class Room {
     private func audioTick(deadline: Instant) {
         let packets = mixer.tick(now: deadline)
         for error in mixer.takeStartFailures() { startFailures.append(("opus-encoder", error)) }
-        followSpeaker(levels: mixer.levelsLastTick, now: deadline)
+        followSpeaker(levels: mixer.levelsInOrder, now: deadline)
         if let whole = mixer.roomMixLastTick, let mixTrack {
             mixTrack.push(whole, now: deadline)
             emit(.recordingTick(deadline))
@@ -483,14 +486,17 @@ public final class Room {
     /// `trackStalled` when it has shown none for 2 s (`VideoTrack.isRendering`); an ended one
     /// says `trackEnded`.
     private func noteRendering(of participant: Participant, now: Instant) {
-        for (source, track) in [("camera", participant.inbound.cameraTrack), ("screen", participant.inbound.screenTrack)] {
-            let rendering = track.isRendering(now: now)
-            guard rendering != participant.rendering.contains(source) else { continue }
-            if rendering { participant.rendering.insert(source) } else { participant.rendering.remove(source) }
-            guard track.readyState == .live else { continue }
-            emit(.event(RoomEvent(rendering ? .trackRendering : .trackStalled, room: name, participant: participant.id,
-                                  identity: participant.identity, source: source)))
-        }
+        noteRendering(of: participant, source: "camera", track: participant.inbound.cameraTrack, now: now)
+        noteRendering(of: participant, source: "screen", track: participant.inbound.screenTrack, now: now)
+    }
+
+    private func noteRendering(of participant: Participant, source: String, track: VideoTrack, now: Instant) {
+        let rendering = track.isRendering(now: now)
+        guard rendering != participant.rendering.contains(source) else { return }
+        if rendering { participant.rendering.insert(source) } else { participant.rendering.remove(source) }
+        guard track.readyState == .live else { return }
+        emit(.event(RoomEvent(rendering ? .trackRendering : .trackStalled, room: name, participant: participant.id,
+                              identity: participant.identity, source: source)))
     }
 
     /// The participant whose screen share a preset shows: the first, in joining order, whose
@@ -505,7 +511,7 @@ public final class Room {
 
     /// Takes one audio tick's levels: a new active speaker is published and moves into the main
     /// tile of a preset that has one.
-    private func followSpeaker(levels: [String: Double], now: Instant) {
+    private func followSpeaker(levels: [(member: String, level: Double)], now: Instant) {
         for (id, level) in levels {
             if let identity = participant(id: id)?.identity { speakerDetector.update(participant: identity, level: level, now: now) }
         }

@@ -83,7 +83,10 @@ public final class RoomAudioMixer<Member: Hashable> {
         }
     }
 
-    private struct Entry {
+    /// A member. A class kept in join order beside the dictionary: a tick walks every member of
+    /// a room of hundreds, and looks none up by name.
+    private final class Entry {
+        let member: Member
         /// Where the member's audio comes from; nil for a member who only listens.
         let receiver: AudioReceiver?
         /// Whether the member is sent a mix (its audio m-line receives).
@@ -94,12 +97,24 @@ public final class RoomAudioMixer<Member: Hashable> {
         var muted = false
         /// The loss it reports about its mix, in percent.
         var lossPercent = 0
+        /// Its level in the last tick (dBov); nil without a frame.
+        var level: Double?
+        /// Its frame of the last tick, kept while it sounds.
+        var frame: AudioFrame?
+        /// Whether its voice is in the mixes this tick.
+        var isVoice = false
+
+        init(member: Member, receiver: AudioReceiver?, listens: Bool) {
+            self.member = member
+            self.receiver = receiver
+            self.listens = listens
+        }
     }
 
     /// The settings.
     public let configuration: Configuration
     /// Members in the order they were added (so that ticks are deterministic).
-    private var order: [Member] = []
+    private var entries: [Entry] = []
     private var members: [Member: Entry] = [:]
     private var channels: [Set<Member>: MixChannel] = [:]
     /// This tick's sum of the sounding frames, from which each mix takes its frames back out.
@@ -110,8 +125,10 @@ public final class RoomAudioMixer<Member: Hashable> {
     /// Distinct mixes encoded in the last tick.
     public private(set) var mixesLastTick = 0
     /// Each member's level in the last tick, in dBov (0 the loudest, -127 silence; RFC 6464's
-    /// scale), for the active speaker detector. Members without a frame are absent.
-    public private(set) var levelsLastTick: [Member: Double] = [:]
+    /// scale), for the active speaker detector, in join order. Members without a frame are absent.
+    public var levelsInOrder: [(member: Member, level: Double)] { entries.compactMap { entry in entry.level.map { (entry.member, $0) } } }
+    /// The same by member.
+    public var levelsLastTick: [Member: Double] { Dictionary(levelsInOrder, uniquingKeysWith: { first, _ in first }) }
     /// Members counted as sounding in the last tick.
     public private(set) var soundingLastTick: Set<Member> = []
     /// The voices chosen for the mixes (at most `maxVoices`), in the order they were chosen; one
@@ -138,13 +155,17 @@ public final class RoomAudioMixer<Member: Hashable> {
     }
 
     /// The members, in the order they joined.
-    public var memberList: [Member] { order }
+    public var memberList: [Member] { entries.map(\.member) }
 
     /// Adds (or replaces) a member: `receiver` is its audio (nil if it sends none), `listens`
     /// whether it is sent a mix.
     public func add(_ member: Member, receiver: AudioReceiver?, listens: Bool = true) {
-        if members[member] == nil { order.append(member) }
-        members[member] = Entry(receiver: receiver, listens: listens)
+        let entry = Entry(member: member, receiver: receiver, listens: listens)
+        if members.updateValue(entry, forKey: member) == nil {
+            entries.append(entry)
+        } else if let index = entries.firstIndex(where: { $0.member == member }) {
+            entries[index] = entry
+        }
     }
 
     /// Sets whom `member` does not hear: only its own mix changes.
@@ -161,14 +182,15 @@ public final class RoomAudioMixer<Member: Hashable> {
 
     /// Mutes or unmutes a member's voice in every mix.
     public func setMuted(_ member: Member, _ muted: Bool) {
-        members[member]?.muted = muted
-        members[member]?.receiver?.decodeLevelLimit = muted ? -1 : 127
+        guard let entry = members[member] else { return }
+        entry.muted = muted
+        entry.receiver?.decodeLevelLimit = muted ? -1 : 127
     }
 
     /// Removes a member: from the next tick its voice is in no mix and it is sent nothing.
     public func remove(_ member: Member) {
         guard members.removeValue(forKey: member) != nil else { return }
-        order.removeAll { $0 == member }
+        entries.removeAll { $0.member == member }
         voices.removeAll { $0 == member }
         heldLevels[member] = nil
     }
@@ -179,12 +201,12 @@ public final class RoomAudioMixer<Member: Hashable> {
     public func tick(now: Instant) -> [Member: [UInt8]] {
         // One frame from every receiver, every tick, so that each jitter buffer plays on time
         // whether or not anyone hears it.
-        var frames: [Member: AudioFrame] = [:]
-        var sounding: Set<Member> = []
+        var sounding: [Entry] = []
         var concealed: Set<Member> = []
-        levelsLastTick.removeAll(keepingCapacity: true)
-        for member in order {
-            guard let entry = members[member], let receiver = entry.receiver else { continue }
+        for entry in entries {
+            entry.level = nil
+            entry.frame = nil
+            guard let receiver = entry.receiver else { continue }
             let frame = receiver.tick(now: now)
             if entry.muted { continue }
             // The receiver decodes mono; a frame of another length is treated as silence.
@@ -192,46 +214,64 @@ public final class RoomAudioMixer<Member: Hashable> {
             // The level its sender gives (RFC 6464), the same whether or not the packet was
             // decoded; else the decoded audio's.
             let level = receiver.levelPlaying.map { -Double($0) } ?? Self.level(ofMeanSquare: Self.meanSquare(frame.samples))
-            levelsLastTick[member] = level
-            if receiver.concealedLastTick { concealed.insert(member) }
+            entry.level = level
             if level > speakingLevel {
-                sounding.insert(member)
-                frames[member] = frame
+                sounding.append(entry)
+                entry.frame = frame
+                if receiver.concealedLastTick { concealed.insert(entry.member) }
             }
         }
-        soundingLastTick = sounding
+        soundingLastTick = Set(sounding.map(\.member))
         // The voices in the mixes; a key names the voices a mix holds.
-        let mixed = chooseVoices(from: sounding, concealed: concealed, now: now)
-        limitDecoding(mixed: mixed)
+        let mixed = chooseVoices(from: sounding.map(\.member), concealed: concealed, now: now)
+        for entry in entries { entry.isVoice = false }
+        for member in mixed { members[member]?.isVoice = true }
+        limitDecoding()
         bus.clear()
-        for member in order where mixed.contains(member) {
-            if let frame = frames[member] { bus.add(frame) }
+        for entry in sounding where entry.isVoice {
+            if let frame = entry.frame { bus.add(frame) }
         }
         roomMixLastTick = producesRoomMix ? bus.mix(without: [], limiter: &roomLimiter, timestamp: now) : nil
 
         var packets: [Member: [UInt8]] = [:]
-        var encoded: [Set<Member>: [UInt8]] = [:]
-        var failed: Set<Set<Member>> = []
-        var keys: [Member: Set<Member>] = [:]
+        packets.reserveCapacity(entries.count)
+        // Most listeners hear every voice (the key `mixed` itself): one list, no set made for each.
+        var hearingAll: [Member] = []
+        var lossHearingAll = 0
+        var keys: [(member: Member, key: Set<Member>)] = []
         var lossByKey: [Set<Member>: Int] = [:]
-        for member in order {
-            guard let entry = members[member], entry.listens else { continue }
+        for entry in entries where entry.listens {
             // Every voice mixed but the listener and those it chose not to hear.
+            let hearsItself = entry.isVoice && !configuration.returnsOwnVoice
+            if !hearsItself && (entry.notHeard.isEmpty || entry.notHeard.isDisjoint(with: mixed)) {
+                hearingAll.append(entry.member)
+                lossHearingAll = max(lossHearingAll, entry.lossPercent)
+                continue
+            }
             var left = entry.notHeard.intersection(mixed)
-            if mixed.contains(member) && !configuration.returnsOwnVoice { left.insert(member) }
+            if hearsItself { left.insert(entry.member) }
             let key = mixed.subtracting(left)
-            keys[member] = key
+            keys.append((entry.member, key))
             lossByKey[key] = max(lossByKey[key] ?? 0, entry.lossPercent)
         }
-        for member in order {
-            guard let key = keys[member] else { continue }
+        var encoded: [Set<Member>: [UInt8]] = [:]
+        var failed: Set<Set<Member>> = []
+        if !hearingAll.isEmpty {
+            if let packet = encode(key: mixed, without: [], lossPercent: lossHearingAll, now: now) {
+                encoded[mixed] = packet
+                for member in hearingAll { packets[member] = packet }
+            } else {
+                failed.insert(mixed)
+            }
+        }
+        for (member, key) in keys {
             if let packet = encoded[key] {
                 packets[member] = packet
                 continue
             }
             let left = mixed.subtracting(key)
             guard !failed.contains(key),
-                  let packet = encode(key: key, without: left.compactMap { frames[$0] }, lossPercent: lossByKey[key] ?? 0, now: now)
+                  let packet = encode(key: key, without: left.compactMap { members[$0]?.frame }, lossPercent: lossByKey[key] ?? 0, now: now)
             else {
                 failed.insert(key)
                 continue
@@ -249,9 +289,9 @@ public final class RoomAudioMixer<Member: Hashable> {
     /// `maxVoices`, else the chosen ones (see the type's comment); and a chosen one silent for
     /// less than `voiceHold`, which adds nothing to the sum but keeps the mixes' keys as they
     /// were, so that a pause between words does not move listeners to other encoders.
-    private func chooseVoices(from sounding: Set<Member>, concealed: Set<Member>, now: Instant) -> Set<Member> {
+    private func chooseVoices(from sounding: [Member], concealed: Set<Member>, now: Instant) -> Set<Member> {
         for member in sounding {
-            let level = levelsLastTick[member] ?? -127
+            let level = members[member]?.level ?? -127
             // A concealed loss sounds, but its level is the decoder's guess (a tone's can peak
             // 5 dB above it): it keeps the voice's level as it was.
             let smoothed = heldLevels[member].map { concealed.contains(member) ? $0.level : $0.level + (level - $0.level) * Self.levelSmoothing } ?? level
@@ -260,10 +300,10 @@ public final class RoomAudioMixer<Member: Hashable> {
         let hold = configuration.voiceHold
         // A voice silent past its hold, or gone, loses its place (and its held level).
         voices.removeAll { member in heldLevels[member].map { now - $0.sounded >= hold } ?? true }
-        heldLevels = heldLevels.filter { sounding.contains($0.key) || voices.contains($0.key) }
+        heldLevels = heldLevels.filter { now == $0.value.sounded || voices.contains($0.key) }
         let limit = configuration.maxVoices
         let level = { (member: Member) in self.heldLevels[member]?.level ?? -127 }
-        var others = order.filter { sounding.contains($0) && !voices.contains($0) }.sorted { level($0) > level($1) }
+        var others = sounding.filter { !voices.contains($0) }.sorted { level($0) > level($1) }
         if limit <= 0 {
             voices += others
             return Set(voices)
@@ -283,7 +323,7 @@ public final class RoomAudioMixer<Member: Hashable> {
     /// take the quietest chosen voice's place by the margin. A packet quieter than that is in no
     /// mix, so it is not decoded (a voice chosen on its level is decoded from its next packet:
     /// it comes in 20 ms late, not heard half-decoded).
-    private func limitDecoding(mixed: Set<Member>) {
+    private func limitDecoding() {
         let limit = configuration.maxVoices
         let speaking = Int(-speakingLevel)  // a level (-dBov) at or below this sounds
         let takesAPlace: Int
@@ -294,9 +334,8 @@ public final class RoomAudioMixer<Member: Hashable> {
             // A dB to spare: the quietest voice's smoothed level moves between ticks.
             takesAPlace = min(speaking, Int((-(quietest + configuration.voiceSwitchMarginDb)).rounded(.down)) + 1)
         }
-        for member in order {
-            guard let entry = members[member], let receiver = entry.receiver else { continue }
-            receiver.decodeLevelLimit = entry.muted ? -1 : limit <= 0 || mixed.contains(member) ? 127 : takesAPlace
+        for entry in entries {
+            entry.receiver?.decodeLevelLimit = entry.muted ? -1 : limit <= 0 || entry.isVoice ? 127 : takesAPlace
         }
     }
 

@@ -45,13 +45,23 @@ public final class MediaPort {
     public static let maximumTCPConnections = 512
     public static let tcpCheckTimeout: Duration = .seconds(10)
 
-    private struct Peer {
+    /// A class, not a struct: every datagram looks its peer up, and copying a struct out of the
+    /// dictionary retained each field (and the weak sink's side table) every time.
+    private final class Peer {
         let transport: PeerTransport
         let ufrag: String
         weak var sink: PeerEventSink?
-        var addresses: Set<TransportAddress> = []
+        var addresses: Set<TransportAddress>
         /// When its transport next needs the time.
         let timer: DeadlineTimer
+
+        init(transport: PeerTransport, ufrag: String, sink: PeerEventSink?, addresses: Set<TransportAddress> = [], timer: DeadlineTimer) {
+            self.transport = transport
+            self.ufrag = ufrag
+            self.sink = sink
+            self.addresses = addresses
+            self.timer = timer
+        }
     }
 
     public let loop: EventLoop

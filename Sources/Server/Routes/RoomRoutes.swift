@@ -21,10 +21,10 @@ extension HostAPI {
         let rooms = self.rooms, loop = media.loop
         let shown = (try? media.runOnLoop { () -> RoomView? in
             guard let hosted = rooms.value.rooms[name] else { return nil }
-            let room = hosted.room, now = loop.clock.now()
+            let room = hosted.room, now = loop.clock.now(), levels = room.mixer.levelsLastTick
             let members = room.participants.filter { !$0.isViewer }
                 .map { ParticipantView(summary: $0.summary, tracks: room.tracks(of: $0.id, now: now),
-                                       audioLevel: room.mixer.levelsLastTick[$0.id].map { ($0 * 10).rounded() / 10 },
+                                       audioLevel: levels[$0.id].map { ($0 * 10).rounded() / 10 },
                                        speaking: room.activeSpeaker == $0.identity) }
             return RoomView(name: name, participants: members.sorted { $0.summary.identity < $1.summary.identity },
                             viewers: room.participants.count { $0.isViewer }, outputs: room.compositeOutputs, layout: room.currentDescription,
