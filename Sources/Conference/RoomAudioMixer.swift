@@ -120,6 +120,18 @@ public final class RoomAudioMixer<Member: Hashable> {
     /// This tick's sum of the sounding frames, from which each mix takes its frames back out.
     private var bus = MixBus(channels: 1)
 
+    /// The Opus complexity of the mixes' encoders now (at first the configuration's): the host
+    /// lowers it while its media loop is loaded (`AudioEncoderLoadRule`). Applies to every
+    /// running encoder at once.
+    public var encoderComplexity: Int {
+        didSet {
+            encoderComplexity = min(10, max(0, encoderComplexity))
+            guard encoderComplexity != oldValue else { return }
+            for channel in channels.values { try? channel.encoder.setComplexity(encoderComplexity) }  // in 0...10: cannot fail
+        }
+    }
+    /// The complexity each running encoder has (tests).
+    var runningEncoderComplexities: [Int] { channels.values.map(\.encoder.configuration.complexity) }
     /// Encoders held now: one per distinct mix in use in the last `encoderIdleTimeout` (metrics).
     public var encodersRunning: Int { channels.count }
     /// Distinct mixes encoded in the last tick.
@@ -152,6 +164,7 @@ public final class RoomAudioMixer<Member: Hashable> {
     public init(configuration: Configuration = Configuration()) {
         precondition(configuration.encoder.channels == 1, "the room mixes mono")
         self.configuration = configuration
+        encoderComplexity = configuration.encoder.complexity
     }
 
     /// The members, in the order they joined.
@@ -373,7 +386,9 @@ public final class RoomAudioMixer<Member: Hashable> {
         if let channel = channels[key] { return channel }
         if let retryAt = encoderRetryAt, now < retryAt { return nil }
         let encoder: OpusEncoder
-        do { encoder = try OpusEncoder(configuration.encoder) } catch {
+        var settings = configuration.encoder
+        settings.complexity = encoderComplexity
+        do { encoder = try OpusEncoder(settings) } catch {
             // Reported to the shell (counted, logged once); tried again a second later, not on
             // every tick.
             startFailures.append(error)

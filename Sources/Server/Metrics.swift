@@ -11,7 +11,8 @@ extension HostAPI {
         return onLoop { () -> Result<MetricsSnapshot, HTTPResponseError> in
             guard let port = media.port else { return .failure(HTTPResponseError(503, "host stopping", "the host is shutting down")) }
             return .success(MetricsSnapshot(rooms: Array(rooms.value.rooms.values), expiredJoins: rooms.value.expiredJoins,
-                                            echoSessions: echoes.value.count, port: port))
+                                            echoSessions: echoes.value.count, port: port, loopBusy: rooms.value.loopBusy,
+                                            audioEncoderComplexity: rooms.value.audioEncoderLoad.complexity))
         }
         .response { snapshot in
             // The process's own figures are read here, on the HTTP thread: reading /proc has no
@@ -41,7 +42,7 @@ struct PrometheusMetric: Sendable {
 struct MetricsSnapshot: Sendable {
     let metrics: [PrometheusMetric]
 
-    init(rooms hosted: [HostedRoom], expiredJoins: Int, echoSessions: Int, port: MediaPort) {
+    init(rooms hosted: [HostedRoom], expiredJoins: Int, echoSessions: Int, port: MediaPort, loopBusy: Double, audioEncoderComplexity: Int) {
         let counters = port.counters, drops = port.drops
         let everyone = hosted.flatMap(\.participants).map(\.inbound)
         let cameras = everyone.compactMap(\.cameraStatistics)
@@ -62,6 +63,8 @@ struct MetricsSnapshot: Sendable {
             PrometheusMetric("tessera_rooms", .gauge, "Rooms with at least one participant.", [("", "\(hosted.count)")]),
             PrometheusMetric("tessera_participants", .gauge, "Participants in all rooms.", [("", "\(hosted.reduce(0) { $0 + $1.participants.count })")]),
             PrometheusMetric("tessera_audio_encoders", .gauge, "Opus encoders running for rooms' mixes (one per distinct mix).", [("", "\(hosted.reduce(0) { $0 + $1.room.mixer.encodersRunning })")]),
+            PrometheusMetric("tessera_audio_encoder_complexity", .gauge, "The Opus complexity of the mixes' encoders now: lowered while the media loop is loaded (0-10).", [("", "\(audioEncoderComplexity)")]),
+            PrometheusMetric("tessera_loop_busy_ratio", .gauge, "The media loop's busy fraction over the last second (0-1).", [("", "\(loopBusy)")]),
             PrometheusMetric("tessera_video_frames_encoded", .gauge, "Composite frames encoded by the open rooms' encoder threads.", [("", "\(encoding.reduce(0) { $0 + $1.framesEncoded })")]),
             PrometheusMetric("tessera_video_pictures_dropped", .gauge, "Composite pictures the open rooms' encoder threads had no time for.", [("", "\(encoding.reduce(0) { $0 + $1.picturesDropped })")]),
             PrometheusMetric("tessera_video_encode_seconds", .gauge, "Time the open rooms' encoder threads spent encoding.", [("", "\(encoding.reduce(0.0) { $0 + $1.totalEncodeTime.seconds })")]),

@@ -1,5 +1,6 @@
 import Conference
 import Sockets
+import Wire
 
 /// Rooms by name. A room is made by its first join and closed when its last participant
 /// leaves. Touched only on the media loop thread.
@@ -20,6 +21,13 @@ final class RoomDirectory {
     let log: HostLog
     /// Every recording made, kept after its room closes.
     let recordings = RecordingLog()
+    /// The mixes' Opus complexity, following the media loop's load (sampled every second
+    /// while rooms are open).
+    private(set) var audioEncoderLoad = AudioEncoderLoadRule(configured: RoomAudioMixer<String>.Configuration().encoder.complexity)
+    /// The media loop's busy fraction over the last second.
+    private(set) var loopBusy = 0.0
+    private var loadTimer: DeadlineTimer?
+    private var lastLoadSample: (busy: Duration, at: Instant)?
 
     init(limits: Limits, video: HostConfig.Video = HostConfig.Video(), faults: Set<HostConfig.Testing.Fault> = [], events: RoomEventHub,
          log: HostLog) {
@@ -63,7 +71,32 @@ final class RoomDirectory {
             if self?.rooms[closed.name] === closed { self?.rooms[closed.name] = nil }
         }
         rooms[name] = hosted
+        hosted.room.mixer.encoderComplexity = audioEncoderLoad.complexity
+        sampleLoadEverySecond(on: port.loop)
         return hosted
+    }
+
+    private func sampleLoadEverySecond(on loop: EventLoop) {
+        guard loadTimer == nil else { return }
+        let timer = DeadlineTimer(loop: loop)
+        timer.action = { [weak self, weak timer] now in
+            self?.sampleLoad(busy: loop.busyTime, now: now)
+            timer?.arm(at: now + .seconds(1))
+        }
+        loadTimer = timer
+        timer.arm(at: loop.clock.now() + .seconds(1))
+    }
+
+    /// Takes the loop's busy time at `now`: the busy fraction since the last sample sets the
+    /// mixes' complexity in every room.
+    func sampleLoad(busy: Duration, now: Instant) {
+        defer { lastLoadSample = (busy, now) }
+        guard let last = lastLoadSample, now > last.at else { return }
+        loopBusy = min(1, max(0, (busy - last.busy) / (now - last.at)))
+        let complexity = audioEncoderLoad.update(busy: loopBusy, now: now)
+        for hosted in rooms.values where hosted.room.mixer.encoderComplexity != complexity {
+            hosted.room.mixer.encoderComplexity = complexity
+        }
     }
 
     /// Joins dropped for not connecting in time (`Room.connectTimeout`), in every room so far.

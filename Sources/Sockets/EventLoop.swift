@@ -151,6 +151,10 @@ public final class EventLoop: @unchecked Sendable {
         lock.withLock { loopThread.map { running && pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
+    /// The time the loop has spent not waiting for events (wall clock, so time its thread was
+    /// kept off a busy core counts too): its load. Read on the loop thread.
+    public private(set) var busyTime: Duration = .zero
+
     /// Serves events until `stop()`. Call from the thread that is to own the loop.
     public func run() {
         lock.withLock {
@@ -159,8 +163,12 @@ public final class EventLoop: @unchecked Sendable {
         }
         defer { lock.withLock { running = false } }
         var events = [epoll_event](repeating: epoll_event(), count: 64)
+        var awake = clock.now()
         while !lock.withLock({ stopping }) {
-            let ready = epoll_wait(epoll, &events, Int32(events.count), waitMilliseconds())
+            let timeout = waitMilliseconds()
+            busyTime += clock.now() - awake
+            let ready = epoll_wait(epoll, &events, Int32(events.count), timeout)
+            awake = clock.now()
             // Overdue deadlines first: work sent from other threads then sees their effects.
             runDueTimers()
             if ready > 0 {

@@ -297,3 +297,43 @@ extension RoomAudioMixerTests {
         #expect(chosen.count <= 3, "the voices changed \(chosen.count - 1) times after the first: \(chosen.map { $0.sorted() })")
     }
 }
+
+/// The mixes' complexity under the host's load.
+@Suite struct AudioEncoderLoadRuleTests {
+    private func at(_ seconds: Int) -> Instant { Instant(nanoseconds: 1_000_000_000) + .seconds(seconds) }
+
+    @Test func aLoadedLoopStepsDownAtOnceAndACalmOneBackSlowly() {
+        var rule = AudioEncoderLoadRule(configured: 5)
+        #expect(rule.update(busy: 0.9, now: at(1)) == 3)
+        #expect(rule.update(busy: 0.95, now: at(2)) == 1)
+        #expect(rule.update(busy: 0.85, now: at(3)) == 0)
+        #expect(rule.update(busy: 0.9, now: at(4)) == 0, "no lower than 0")
+        #expect(rule.update(busy: 0.6, now: at(5)) == 0, "between the bounds: held")
+        for second in 6..<11 { #expect(rule.update(busy: 0.3, now: at(second)) == 0, "calm for less than 5 s") }
+        #expect(rule.update(busy: 0.3, now: at(11)) == 1)
+        #expect(rule.update(busy: 0.7, now: at(12)) == 1, "a busier second restarts the calm")
+        for second in 13..<18 { rule.update(busy: 0.2, now: at(second)) }
+        #expect(rule.update(busy: 0.2, now: at(18)) == 2)
+        for second in 19..<60 { rule.update(busy: 0.1, now: at(second)) }
+        #expect(rule.complexity == 5, "no higher than configured")
+    }
+
+    /// A change reaches the encoders running, and those started after.
+    @Test func theMixerAppliesItToEveryEncoder() throws {
+        let mixer = RoomAudioMixer<String>()
+        let speaker = try AudioReceiver(channels: 1), encoder = try OpusEncoder(.init(channels: 1, bitrate: 32_000))
+        mixer.add("speaker", receiver: speaker)
+        mixer.add("listener", receiver: nil)
+        for tick in 0..<10 {
+            let now = Instant(nanoseconds: 1_000_000_000) + .milliseconds(20 * tick)
+            speaker.receive(payload: try encoder.encode(toneFrame(440, frame: tick, amplitude: 8000)), sequenceNumber: UInt16(tick),
+                            timestamp: UInt32(tick * 960), arrival: now)
+            _ = mixer.tick(now: now)
+        }
+        #expect(mixer.runningEncoderComplexities == [5, 5])
+        mixer.encoderComplexity = 1
+        #expect(mixer.runningEncoderComplexities == [1, 1])
+        mixer.encoderComplexity = 42
+        #expect(mixer.encoderComplexity == 10)
+    }
+}
