@@ -13,6 +13,8 @@ public struct InboundSections {
         public let rtxPayloadType: PayloadType?
         /// Whether `a=rtcp-fb:* nack` was agreed (RFC 4585 §4.2).
         public let nack: Bool
+        /// Whether `a=rtcp-fb:* goog-remb` was agreed: the host may cap the sender with REMB.
+        public let remb: Bool
         /// What the host sends on this section, if anything.
         public let hostSender: HostSender?
         /// Whether the peer sends on it (its direction `sendrecv` or `sendonly`).
@@ -40,6 +42,7 @@ public struct InboundSections {
                            codecPayloadType: PayloadType(rawValue: media.codec.payloadType),
                            rtxPayloadType: media.codec.rtxPayloadType.map { PayloadType(rawValue: $0) },
                            nack: media.codec.feedback.contains { $0.type == "nack" && $0.parameter == nil },
+                           remb: media.codec.feedback.contains { $0.type == "goog-remb" },
                            hostSender: media.hostSender,
                            peerSends: media.peerDirection == .sendrecv || media.peerDirection == .sendonly,
                            mediaSSRC: mediaSSRC.map { SSRC(rawValue: $0) },

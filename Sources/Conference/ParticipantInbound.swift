@@ -65,6 +65,7 @@ public final class ParticipantInbound {
         let inbound = InboundSections(negotiated)
         self.inbound = inbound
         self.identity = identity
+        createdAt = now
         cameraTrack = VideoTrack(id: "\(identity)/camera")
         screenTrack = VideoTrack(id: "\(identity)/screen")
         let sender = negotiated.media.compactMap(\.hostSender).first
@@ -127,6 +128,7 @@ public final class ParticipantInbound {
             }
             if section.mid == cameraMid {
                 cameraMid = nil
+                cameraBitrateCapSent = nil
                 cameraPaused = false
                 cameraMutedBySender = false
                 muteFramesSince = nil
@@ -166,6 +168,7 @@ public final class ParticipantInbound {
         let video = sections.filter { $0.isVideo && $0.peerSends }
         if cameraMid == nil, let section = video.first(where: { $0.mid != screenMid }) {
             cameraMid = section.mid
+            cameraCapChanged = cameraBitrateCap != nil  // a new camera hears its cap at once
             if cameraTrack.readyState == .ended { cameraTrack = VideoTrack(id: "\(identity)/camera") }
             videoReceiver = startVideoReceiver(maximumPixels: 1920 * 1088) { [weak self] in self?.videoKeyFrameNeeded = true }
         }
@@ -322,14 +325,66 @@ public final class ParticipantInbound {
         videoStalledSince = nil
     }
 
-    /// Compound RTCP packets due by `now` (receiver reports, NACK, PLI); the regular report
-    /// carries `senderReports` about what the host sends it.
+    /// Compound RTCP packets due by `now` (receiver reports, NACK, PLI, the camera's REMB); the
+    /// regular report carries `senderReports` about what the host sends it.
     public func pollRTCP(now: Instant, senderReports: (Instant) -> [SenderReport] = { _ in [] }) -> [[UInt8]] {
-        receiver.pollRTCP(now: now, senderReports: senderReports)
+        receiver.pollRTCP(now: now, senderReports: senderReports, extraFeedback: pollCameraCap(now: now))
     }
 
     /// When `pollRTCP` next has something.
-    public var nextTimeout: Instant? { receiver.nextTimeout }
+    public var nextTimeout: Instant? {
+        guard let capDue = cameraCapDue else { return receiver.nextTimeout }
+        return min(receiver.nextTimeout ?? capDue, capDue)
+    }
+
+    // MARK: The camera's bitrate cap (REMB)
+
+    /// The cap the room wants for the camera (bit/s; `CameraBitrateRule`), nil for none.
+    public private(set) var cameraBitrateCap: Int?
+    /// The cap last sent in a REMB (bit/s), nil before the first or when REMB was not agreed.
+    public private(set) var cameraBitrateCapSent: Int?
+    /// REMB messages sent.
+    public private(set) var rembsSent = 0
+    /// When the last REMB went out; nil while the cap changed since (it goes at once).
+    private var cameraCapSentAt: Instant?
+    /// Whether the cap changed since the last REMB.
+    private var cameraCapChanged = false
+    /// When the participant joined: "at once" for a first cap, before any REMB was sent.
+    private let createdAt: Instant
+
+    /// Sets the camera's cap: sent at once (by the next `pollRTCP`) when it changed, then every
+    /// `CameraBitrateRule.refreshInterval`. Returns whether it changed.
+    @discardableResult
+    public func setCameraBitrateCap(_ cap: Int?) -> Bool {
+        guard cap != cameraBitrateCap else { return false }
+        cameraBitrateCap = cap
+        cameraCapChanged = cap != nil
+        return true
+    }
+
+    /// The camera's section and SSRC, when REMB was agreed on it and its SSRC is known.
+    private var cameraREMBTarget: SSRC? {
+        guard let cameraMid, let section = inbound.section(mid: cameraMid), section.remb, section.peerSends else { return nil }
+        return section.mediaSSRC
+    }
+
+    /// When a REMB is due: at once after a change, else a refresh after the last one.
+    private var cameraCapDue: Instant? {
+        guard cameraBitrateCap != nil, cameraREMBTarget != nil else { return nil }
+        if cameraCapChanged { return cameraCapSentAt ?? createdAt }
+        return cameraCapSentAt.map { $0 + CameraBitrateRule.refreshInterval } ?? createdAt
+    }
+
+    /// The REMB due by `now` naming the camera's SSRC, if any.
+    private func pollCameraCap(now: Instant) -> [RTCPPacket] {
+        guard let cap = cameraBitrateCap, let ssrc = cameraREMBTarget, let due = cameraCapDue, due <= now else { return [] }
+        cameraCapChanged = false
+        cameraCapSentAt = now
+        cameraBitrateCapSent = cap
+        rembsSent += 1
+        return [.receiverEstimatedMaximumBitrate(ReceiverEstimatedMaximumBitrate(
+            senderSSRC: receiver.localSSRC, bitrate: UInt64(max(0, cap)), ssrcs: [ssrc]))]
+    }
 
     /// The tracks that had media, by source name, in section order.
     public var publishedSources: [String] { inbound.sections.filter { published.contains($0.mid) }.map(source(of:)) }

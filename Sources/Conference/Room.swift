@@ -133,7 +133,7 @@ public final class Room {
         case .preset: applyLayout(publish: true)
         case .custom(let description) where !isViewer && description.positions.contains(where: { $0.participant == identity }):
             applyLayout(publish: false)  // one who left and joins again takes its positions back
-        case .custom: break
+        case .custom: refreshCameraCaps()  // not in the template: its camera gets the least
         }
         if !isViewer { emit(.event(RoomEvent(.joined, room: self.name, participant: id, identity: identity))) }
         audioTicks.start(now: now, interval: Self.audioInterval)
@@ -353,7 +353,35 @@ public final class Room {
         }
         compositor.setTemplate(CompositeTemplate(positions: positions))
         if publish { emit(.event(RoomEvent(.layoutChanged, room: name))) }
+        refreshCameraCaps(layout: description)
     }
+
+    // MARK: Camera caps
+
+    /// Sizes each camera's bitrate cap (REMB) to its largest tile (`CameraBitrateRule`).
+    public var cameraBitrateRule = CameraBitrateRule()
+
+    /// Gives each camera its cap from the layout, the speaker and the subscriptions; a changed
+    /// cap goes out at once (the next RTCP service, due now). Called when any of them changes.
+    func refreshCameraCaps(layout: TemplateDescription? = nil) {
+        let senders = participants.filter { !$0.isViewer && $0.inbound.sends(.camera) }
+        let forwarded = Set(forwarding.keys.filter { $0.source == .camera && forwarding[$0]?.isEmpty == false }.map(\.participant))
+        // The host has no estimate of its own of a camera's path (the sender estimates it from
+        // transport-cc feedback), so none bounds the caps.
+        let caps = cameraBitrateRule.caps(cameras: senders.map { ($0.id, $0.identity) }, layout: layout ?? currentDescription,
+                                          speaker: speakerDetector.current, forwarded: forwarded)
+        for participant in participants {
+            guard participant.inbound.setCameraBitrateCap(caps[participant.id]), participant.state == .secure else { continue }
+            // Only a secure participant's RTCP is serviced: one still connecting hears its cap at `secure`.
+            participant.rtcpDue = participant.inbound.nextTimeout
+            if let due = participant.rtcpDue, due < (soonestRTCP ?? due + .seconds(1)) { soonestRTCP = due }
+        }
+    }
+
+    /// The caps the room's cameras were last sent (bit/s), summed: for metrics.
+    public var cameraBitrateCapsSent: Int { participants.reduce(0) { $0 + ($1.inbound.cameraBitrateCapSent ?? 0) } }
+    /// REMB messages sent to the room's cameras.
+    public var cameraCapMessagesSent: Int { participants.reduce(0) { $0 + $1.inbound.rembsSent } }
 
     // MARK: Media in
 
@@ -517,7 +545,7 @@ public final class Room {
         }
         guard let speaker = speakerDetector.evaluate(now: now) else { return }
         emit(.event(RoomEvent(.activeSpeakerChanged, room: name, participant: participant(identity: speaker)?.id, identity: speaker)))
-        if case .preset(let preset) = layout, preset != .grid { applyLayout(publish: true) }
+        if case .preset(let preset) = layout, preset != .grid { applyLayout(publish: true) } else { refreshCameraCaps() }
     }
 
     /// One video tick: draw for the deadline and hand the picture to the encoders (only when

@@ -181,6 +181,7 @@ extension Room {
             }
         }
         forwarding = index
+        refreshCameraCaps()  // a subscribed camera is forwarded at its full size
     }
 }
 

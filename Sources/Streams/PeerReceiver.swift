@@ -151,13 +151,16 @@ public struct PeerReceiver: Sendable {
     /// when due. `senderReports` are the SRs of the streams we send this peer (RFC 3550 §6.4.1),
     /// asked for only when the regular report is due: the one from `localSSRC` carries the report
     /// blocks in place of the RR, each other goes in a compound of its own with its CNAME.
-    public mutating func pollRTCP(now: Instant, senderReports: (Instant) -> [SenderReport] = { _ in [] }) -> [[UInt8]] {
+    /// `extraFeedback` (the owner's own, as REMB) goes out with the feedback that is due.
+    public mutating func pollRTCP(now: Instant, senderReports: (Instant) -> [SenderReport] = { _ in [] },
+                                  extraFeedback: [RTCPPacket] = []) -> [[UInt8]] {
         var feedback: [RTCPPacket] = []
         for index in streams.indices { feedback += streams[index].pollFeedback(now: now) }
         if let transportCC = transportFeedback.pollFeedback(now: now, senderSSRC: localSSRC,
                                                             mediaSSRC: streams.first?.configuration.mediaSSRC ?? SSRC(rawValue: 0)) {
             feedback.append(.transportCC(transportCC))
         }
+        feedback += extraFeedback
         for packet in feedback {
             switch packet {
             case .nack: nacksSent += 1
