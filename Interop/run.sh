@@ -2,7 +2,7 @@
 # Interop suite for the host's echo endpoint (POST /v1/echo): real WebRTC peers call it and
 # check that what they send comes back.
 #
-#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium chromium-tcp gstreamer page meeting room load faults docs"] [--seconds N]
+#   Interop/run.sh [--tessera PATH] [--peers "aiortc chromium chromium-tcp gstreamer page meeting room remb load faults docs"] [--seconds N]
 #                  [--media-port 50000] [--ready-timeout 30] [--keep-logs] [--impair JSON]
 #
 # --impair '{"loss": 0.05, "jitter": "50ms"}' impairs the host's media socket (config
@@ -30,7 +30,7 @@ TESSERA="$REPO/.build/debug/tessera"
 if [ -x "$REPO/.build/release/tessera" ] && { [ ! -x "$TESSERA" ] || [ "$REPO/.build/release/tessera" -nt "$TESSERA" ]; }; then
     TESSERA="$REPO/.build/release/tessera"
 fi
-PEERS="aiortc chromium chromium-tcp gstreamer page meeting room load faults docs"
+PEERS="aiortc chromium chromium-tcp gstreamer page meeting room remb load faults docs"
 SECONDS_PER_CALL=10
 MEDIA_PORT=50000
 READY_TIMEOUT=30
@@ -221,6 +221,13 @@ for peer in $PEERS; do
             # three participants in one room; a recording lands in the host's cwd (ours) + recordings/
             run_peer room "$VENV_PY" "$HERE/room_aiortc.py" --url "$BASE" --room interop --timeout 50 \
                 --recordings-dir "$TMP/recordings" ;;
+        remb)
+            if ! "$VENV_PY" -c 'import aiortc, numpy' 2>/dev/null; then
+                fail remb "no aiortc in $REPO/.venv (run scripts/setup.sh)"; continue
+            fi
+            # the host caps a camera with REMB at its tile's needs: aiortc alone in a room, then
+            # with 4 more (a grid of 5: a 427x360 tile, 369 kbit/s); its bitrate before and after
+            run_peer remb "$VENV_PY" "$HERE/remb_aiortc.py" --url "$BASE" --room remb --timeout 60 ;;
         docs)
             # the examples of docs/api.md and docs/config.md, against hosts of its own on the
             # default ports, in a network namespace of their own
@@ -233,7 +240,7 @@ for peer in $PEERS; do
             # The host attacked, a guest killed, the host killed while recording, a full disk and a
             # removed recordings folder, each with a room in session (hosts of its own)
             PEER_LIMIT=240 run_peer faults bash "$HERE/faults_check.sh" "$TESSERA" "$TMP/faults" ;;
-        *) fail "$peer" "unknown peer (aiortc, chromium, chromium-tcp, gstreamer, page, room, load, faults, docs)" ;;
+        *) fail "$peer" "unknown peer (aiortc, chromium, chromium-tcp, gstreamer, page, room, remb, load, faults, docs)" ;;
     esac
 done
 

@@ -81,7 +81,7 @@ public struct ClientOffer: Sendable {
 
     /// BUNDLE of the sections, rtcp-mux, the client's ICE credentials and certificate fingerprint,
     /// a=ssrc with cname, sdes:mid (and on audio the RFC 6464 level, as browsers offer it); video
-    /// asks for nack, pli and fir.
+    /// asks for nack, pli, fir and goog-remb.
     public var description: SessionDescription {
         let fingerprint = Fingerprint(hashFunction: fingerprint.algorithm, bytes: fingerprint.digest)
         let media = sections.map { section -> MediaDescription in
@@ -112,6 +112,8 @@ public struct ClientOffer: Sendable {
                     .rtcpFeedback(RTCPFeedback(payloadType: section.payloadType, type: "nack")),
                     .rtcpFeedback(RTCPFeedback(payloadType: section.payloadType, type: "nack", parameter: "pli")),
                     .rtcpFeedback(RTCPFeedback(payloadType: section.payloadType, type: "ccm", parameter: "fir")),
+                    // As browsers offer it: the host caps the camera with REMB at what its tile needs.
+                    .rtcpFeedback(RTCPFeedback(payloadType: section.payloadType, type: "goog-remb")),
                 ]
             }
             var formats = [String(section.payloadType)]

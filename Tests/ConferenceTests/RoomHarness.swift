@@ -212,6 +212,10 @@ final class MemoryPeer {
         }
     }
     private(set) var forwarded: [SSRC: ForwardedReceiver] = [:]
+    /// The host's REMBs (its caps of the camera), and when.
+    private(set) var capsReceived: [(remb: ReceiverEstimatedMaximumBitrate, at: Instant)] = []
+    /// Its camera's SSRC.
+    var cameraSSRC: SSRC { SSRC(rawValue: videoSSRC) }
     /// SSRCs the host said BYE for (RFC 3550 §6.6).
     private(set) var goodbyes: Set<SSRC> = []
     /// Whether the host said BYE for what its first video m-line receives.
@@ -300,6 +304,7 @@ final class MemoryPeer {
                 feedback.receiveRTCP(packets, now: now)
                 for case .senderReport(let report) in packets { senderReports[report.ssrc] = report }
                 for case .goodbye(let goodbye) in packets { goodbyes.formUnion(goodbye.sources) }
+                for case .receiverEstimatedMaximumBitrate(let remb) in packets { capsReceived.append((remb, now)) }
                 for retransmission in videoStream.receivedRTCP(packets, now: now) { up.send(.rtp(retransmission), now: now) }
                 if packets.contains(where: { if case .pictureLossIndication = $0 { true } else { false } }) { camera.requestKeyFrame() }
             case .rtp(let bytes):
@@ -384,10 +389,10 @@ final class RoomHarness {
     /// A small canvas, so that a test of seconds of media runs in a fraction of a second.
     static let canvas = VideoSize(width: 320, height: 192)
 
-    init(impairment: NetEm<WirePacket>.Impairment = .clean(), seed: UInt64 = 1) {
+    init(impairment: NetEm<WirePacket>.Impairment = .clean(), seed: UInt64 = 1, canvas: VideoSize = RoomHarness.canvas) {
         var configuration = RoomConfiguration()
-        configuration.width = Self.canvas.width
-        configuration.height = Self.canvas.height
+        configuration.width = canvas.width
+        configuration.height = canvas.height
         configuration.fps = 15
         configuration.bitrate = 400_000
         room = Room(name: "memory", configuration: configuration, labels: nil, wallClock: Self.wallClock, seed: seed)
