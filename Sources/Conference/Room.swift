@@ -371,7 +371,10 @@ public final class Room {
         let caps = cameraBitrateRule.caps(cameras: senders.map { ($0.id, $0.identity) }, layout: layout ?? currentDescription,
                                           speaker: speakerDetector.current, forwarded: forwarded)
         for participant in participants {
-            guard participant.inbound.setCameraBitrateCap(caps[participant.id]), participant.state == .secure else { continue }
+            // A browser takes a REMB as the ceiling of its whole transport, whatever SSRCs it
+            // names: one sharing a screen too is left the screen's room beside its camera's cap.
+            let cap = caps[participant.id].map { participant.inbound.sends(.screen) ? $0 + cameraBitrateRule.maximum : $0 }
+            guard participant.inbound.setCameraBitrateCap(cap), participant.state == .secure else { continue }
             // Only a secure participant's RTCP is serviced: one still connecting hears its cap at `secure`.
             participant.rtcpDue = participant.inbound.nextTimeout
             if let due = participant.rtcpDue, due < (soonestRTCP ?? due + .seconds(1)) { soonestRTCP = due }

@@ -109,6 +109,21 @@ import Wire
         })
     }
 
+    @Test func oneSharingAScreenIsLeftTheScreensRoom() throws {
+        let harness = RoomHarness(canvas: VideoSize(width: 1280, height: 720))
+        let a = try harness.join("a", tone: 440, colour: YUVColor(y: 80, u: 90, v: 200))
+        try harness.join("b", tone: 660, colour: YUVColor(y: 150, u: 50, v: 50))
+        try harness.run(for: .milliseconds(300))
+        let camera = try #require(a.capsReceived.last?.remb.bitrate)
+        try harness.renegotiate(a) { try $0.renegotiate(shareScreen: "2") }
+        try harness.run(for: .milliseconds(600))
+        // Its camera's tile changed too (the screen takes the main tile): whatever it is now, the
+        // screen's 2.5 Mbit/s is added, since a browser caps its whole transport with a REMB.
+        let now = try #require(a.capsReceived.last?.remb)
+        #expect(now.ssrcs == [a.cameraSSRC])
+        #expect(now.bitrate > UInt64(CameraBitrateRule().maximum) && now.bitrate != camera)
+    }
+
     @Test func aSubscribedCameraIsSentTheMaximum() throws {
         let harness = RoomHarness(canvas: VideoSize(width: 1280, height: 720))
         let a = try harness.join("a", tone: 440, colour: YUVColor(y: 80, u: 90, v: 200))
