@@ -10,8 +10,10 @@ import Wire
 
 /// The shell around one `Room` engine on the media loop: it feeds the room what the
 /// participants' transports deliver and the time, and carries out what the room asks: packets
-/// to the media port (protected per peer there), pictures to the encoder threads, events to the
-/// event streams, ticks to the recordings; then it arms one timer at the room's next timeout.
+/// to the media port (protected per peer there), pictures to the encoder threads, cameras' and
+/// screens' frames to the host's decode workers (their pictures come back into the room on the
+/// loop), events to the event streams, ticks to the recordings; then it arms one timer at the
+/// room's next timeout.
 final class HostedRoom {
     let room: Room
     private let loop: EventLoop
@@ -28,6 +30,11 @@ final class HostedRoom {
     private var encoders: [CompositeEncoding.Kind: (generation: Int, worker: VideoEncodeWorker)] = [:]
     /// Frames the encoders encoded before they stopped, by kind (for metrics).
     private var retiredFramesEncoded: [CompositeEncoding.Kind: Int] = [:]
+    /// The host's decode workers, and the room's streams they decode now.
+    private let decoders: VideoDecodePool
+    private var decodeStreams: Set<VideoDecodeStream> = []
+    /// The room as a decode job's result finds it: weakly.
+    private lazy var weakSelf = WeakHostedRoom(self)
     /// Recordings in progress, by id.
     private var recordings: [String: (file: String, recorder: TrackRecorder)] = [:]
     /// Every recording's start and end, kept after the room closes.
@@ -43,8 +50,9 @@ final class HostedRoom {
     private var viewers: [String: String] = [:]
 
     init(name: String, configuration: RoomConfiguration, port: MediaPort, events: RoomEventHub, recordingLog: RecordingLog,
-         log: HostLog, onClose: @escaping (HostedRoom) -> Void) {
+         decoders: VideoDecodePool, log: HostLog, onClose: @escaping (HostedRoom) -> Void) {
         self.recordingLog = recordingLog
+        self.decoders = decoders
         self.log = log
         let labels: TextLabelRenderer?
         do { labels = try TextLabelRenderer() } catch {
@@ -66,9 +74,11 @@ final class HostedRoom {
         log.info("roomOpened", room: name)
     }
 
-    /// The encoder threads must not outlive the room, even when the host stops with rooms open.
+    /// The encoder threads must not outlive the room, even when the host stops with rooms open,
+    /// nor its decoders.
     deinit {
         for (_, encoder) in encoders { encoder.worker.stop() }
+        for stream in decodeStreams { decoders.stop(stream) }
     }
 
     var name: String { room.name }
@@ -242,6 +252,11 @@ final class HostedRoom {
                 encoder(for: request).submit(.init(picture: request.picture, keyFrame: request.keyFrame))
             case .stopEncoder(let kind):
                 stopEncoder(kind)
+            case .decode(let request):
+                decodeStreams.insert(request.stream)
+                decoders.decode(request, for: weakSelf)
+            case .stopDecoder(let stream):
+                if decodeStreams.remove(stream) != nil { decoders.stop(stream) }
             case .event(let event):
                 events.publish(event)
             case .recordingTick(let deadline):
@@ -263,6 +278,12 @@ final class HostedRoom {
         for failure in room.takeStartFailures() { StartFailures.shared.record(failure.component, failure.error, log: log, room: name) }
         if let next = room.nextTimeout { timer.arm(at: next) } else { timer.cancel() }
         if room.isEmpty, peers.isEmpty, !closed { close() }
+    }
+
+    /// Results from the decode workers, on the loop, each stream's in order.
+    func picturesDecoded(_ results: [(VideoDecodeStream, VideoDecodeResult)], now: Instant) {
+        for (stream, result) in results { room.pictureDecoded(result, of: stream, now: now) }
+        carryOut()
     }
 
     // MARK: Encoders
@@ -376,8 +397,9 @@ private final class ParticipantLink: PeerEventSink {
     }
 }
 
-/// The room as an encoder thread's callback holds it: weakly (the room holds the thread).
-private final class WeakHostedRoom: @unchecked Sendable {
+/// The room as an encoder or decoder thread's callback holds it: weakly (the room holds the
+/// thread). Read only on the media loop.
+final class WeakHostedRoom: @unchecked Sendable {
     weak var room: HostedRoom?
     init(_ room: HostedRoom) { self.room = room }
 }

@@ -361,8 +361,10 @@ enum HarnessError: Error {
 }
 
 /// A `Room` driven in memory on a manual clock: `MemoryPeer`s send and receive through their
-/// `NetEm`s, the room's encode requests are encoded at once with real VP8 encoders, and every
-/// output is carried out as the host's shell would. No socket, no thread, no sleep.
+/// `NetEm`s, the room's encode requests are encoded at once with real VP8 encoders, its decode
+/// jobs decoded at once with a decoder per stream (as the host's decode workers would, with no
+/// wait) unless `holdsDecodes`, and every output is carried out as the host's shell would. No
+/// socket, no thread, no sleep.
 final class RoomHarness {
     private(set) var now = Instant.milliseconds(10_000)
     let room: Room
@@ -373,6 +375,15 @@ final class RoomHarness {
     /// Viewers the room closed (`RoomOutput.closed`: their track ended).
     private(set) var closed: [String] = []
     private var encoders: [CompositeEncoding.Kind: (generation: Int, encoder: VP8Encoder, scaledTo: VideoSize?)] = [:]
+    /// The decoders the host's workers would hold, by stream.
+    private var decoders: [VideoDecodeStream: VideoDecodeSession] = [:]
+    /// While set, decode jobs wait in `heldDecodes` (a decode worker that has fallen behind)
+    /// until `releaseDecodes()`.
+    var holdsDecodes = false
+    private(set) var heldDecodes: [VideoDecodeRequest] = []
+    /// Decode jobs the room asked for, and streams it stopped.
+    private(set) var decodeJobs = 0
+    private(set) var stoppedDecoders: [VideoDecodeStream] = []
     private let impairment: NetEm<WirePacket>.Impairment
     private let seed: UInt64
     private var nextAudio: Instant
@@ -503,6 +514,12 @@ final class RoomHarness {
                 room.encoded(try encoder.encoder.encode(picture), kind: request.kind, generation: request.generation, now: now)
             case .stopEncoder(let kind):
                 encoders[kind] = nil
+            case .decode(let request):
+                decodeJobs += 1
+                if holdsDecodes { heldDecodes.append(request) } else { try decode(request) }
+            case .stopDecoder(let stream):
+                decoders[stream] = nil
+                stoppedDecoders.append(stream)
             case .event(let event):
                 events.append(event)
             case .recordingTick:
@@ -517,6 +534,21 @@ final class RoomHarness {
     }
 
     private func peer(_ id: String) -> MemoryPeer? { peers.first { $0.id == id } }
+
+    /// Decodes one job with its stream's decoder and hands the result back to the room.
+    private func decode(_ request: VideoDecodeRequest) throws {
+        let session = try decoders[request.stream] ?? VideoDecodeSession(maximumPixels: request.maximumPixels)
+        decoders[request.stream] = session
+        room.pictureDecoded(session.decode(request.job), of: request.stream, now: now)
+    }
+
+    /// Decodes the jobs held while `holdsDecodes` was set, in order, at the harness's time.
+    func releaseDecodes() throws {
+        let held = heldDecodes
+        heldDecodes.removeAll()
+        for request in held { try decode(request) }
+        try carryOut()
+    }
 
     /// Encoders the room has running now.
     var encodersRunning: Int { encoders.count }
