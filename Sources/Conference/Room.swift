@@ -17,6 +17,9 @@ import Wire
 /// or a template kept as given) is drawn by one `VideoCompositor` and the picture goes to the
 /// encoder of each encoding someone needs; each encoded frame is packetized once and re-headered
 /// per receiver. Key frame requests (a new receiver, PLI or FIR) are paced per encoding.
+/// Cameras and screens are decoded by the shell: the room assembles their frames and hands them
+/// out (`RoomOutput.decode`, at most `ParticipantInbound.decodeQueueDepth` of a stream at once),
+/// and takes the pictures back (`pictureDecoded`).
 /// Receivers whose feedback says their bandwidth is short get a lower or a small encoding (or no
 /// video, under 60 kbit/s) and switch at its key frame (`CompositeEncodingChooser`).
 ///

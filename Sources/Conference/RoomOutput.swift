@@ -69,4 +69,10 @@ public struct VideoDecodeRequest: Sendable {
     public let job: VideoDecodeJob
     /// The largest picture the stream's decoder is to accept, in pixels (for making it).
     public let maximumPixels: Int
+
+    public init(stream: VideoDecodeStream, job: VideoDecodeJob, maximumPixels: Int) {
+        self.stream = stream
+        self.job = job
+        self.maximumPixels = maximumPixels
+    }
 }

@@ -56,13 +56,17 @@ public struct VideoDecodeResult: Sendable {
 }
 
 /// The decoding half of one video stream: a libvpx VP8 decoder that takes the stream's
-/// ``VideoDecodeJob``s in order and answers each with a ``VideoDecodeResult``. After a refusal
-/// it refuses inter frames until a key frame (``VP8Decoder``), so a job that was already on its
-/// way when an earlier frame failed is refused, never decoded into a smeared picture.
+/// ``VideoDecodeJob``s in order and answers each with a ``VideoDecodeResult``. After any
+/// refusal it refuses inter frames (``VP8CodecError/waitingForKeyFrame``) until a key frame
+/// decodes, so a job that was already on its way when an earlier frame failed is refused, never
+/// decoded into a smeared picture: the receiver that handed it out learns of the failure only
+/// later.
 ///
 /// Not `Sendable`: made and used on one thread (a decode worker's, or the receiver's own).
 public final class VideoDecodeSession {
     private let decoder: VP8Decoder
+    /// A frame was refused and no key frame has decoded since.
+    private var refusedSinceKeyFrame = false
 
     /// A decoder that accepts pictures of up to `maximumPixels`.
     public init(maximumPixels: Int = 3840 * 2160) throws(VP8CodecError) {
@@ -76,10 +80,16 @@ public final class VideoDecodeSession {
     public func decode(_ job: VideoDecodeJob) -> VideoDecodeResult {
         let began = ContinuousClock.now
         let outcome: VideoDecodeResult.Outcome
-        do throws(VP8CodecError) {
-            outcome = try decoder.decode(job.frame.data, timestamp: job.assembled).map(VideoDecodeResult.Outcome.picture) ?? .hidden
-        } catch {
-            outcome = .refused(error)
+        if refusedSinceKeyFrame && !job.frame.isKeyFrame {
+            outcome = .refused(.waitingForKeyFrame)
+        } else {
+            do throws(VP8CodecError) {
+                outcome = try decoder.decode(job.frame.data, timestamp: job.assembled).map(VideoDecodeResult.Outcome.picture) ?? .hidden
+                if job.frame.isKeyFrame { refusedSinceKeyFrame = false }
+            } catch {
+                outcome = .refused(error)
+                refusedSinceKeyFrame = true
+            }
         }
         return VideoDecodeResult(sequence: job.sequence, rtpTimestamp: job.frame.timestamp, isKeyFrame: job.frame.isKeyFrame,
                                  outcome: outcome, decodeTime: ContinuousClock.now - began)

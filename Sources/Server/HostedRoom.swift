@@ -401,5 +401,5 @@ private final class ParticipantLink: PeerEventSink {
 /// thread). Read only on the media loop.
 final class WeakHostedRoom: @unchecked Sendable {
     weak var room: HostedRoom?
-    init(_ room: HostedRoom) { self.room = room }
+    init(_ room: HostedRoom?) { self.room = room }
 }

@@ -32,6 +32,8 @@ final class MemoryPeer {
     var down: NetEm<WirePacket>
     /// Sends nothing while false (its tone and camera are off).
     var sends = true
+    /// PLIs the host sent it (each makes its camera's next frame a key frame).
+    private(set) var pictureLossIndications = 0
 
     private let audioSSRC: UInt32
     private let videoSSRC: UInt32
@@ -301,7 +303,10 @@ final class MemoryPeer {
                 for case .senderReport(let report) in packets { senderReports[report.ssrc] = report }
                 for case .goodbye(let goodbye) in packets { goodbyes.formUnion(goodbye.sources) }
                 for retransmission in videoStream.receivedRTCP(packets, now: now) { up.send(.rtp(retransmission), now: now) }
-                if packets.contains(where: { if case .pictureLossIndication = $0 { true } else { false } }) { camera.requestKeyFrame() }
+                if packets.contains(where: { if case .pictureLossIndication = $0 { true } else { false } }) {
+                    pictureLossIndications += 1
+                    camera.requestKeyFrame()
+                }
             case .rtp(let bytes):
                 let packet = try RTPPacket.parse(bytes)
                 if packet.ssrc == hostAudioSSRC || packet.ssrc == hostVideoSSRC { arrivals.append((packet.ssrc, packet.timestamp, now)) }
@@ -381,8 +386,8 @@ final class RoomHarness {
     /// until `releaseDecodes()`.
     var holdsDecodes = false
     private(set) var heldDecodes: [VideoDecodeRequest] = []
-    /// Decode jobs the room asked for, and streams it stopped.
-    private(set) var decodeJobs = 0
+    /// Decode jobs the room asked for (stream, job, and whether it was held), and streams it stopped.
+    private(set) var decodeJobs: [(stream: VideoDecodeStream, job: VideoDecodeJob, held: Bool)] = []
     private(set) var stoppedDecoders: [VideoDecodeStream] = []
     private let impairment: NetEm<WirePacket>.Impairment
     private let seed: UInt64
@@ -515,7 +520,7 @@ final class RoomHarness {
             case .stopEncoder(let kind):
                 encoders[kind] = nil
             case .decode(let request):
-                decodeJobs += 1
+                decodeJobs.append((request.stream, request.job, holdsDecodes))
                 if holdsDecodes { heldDecodes.append(request) } else { try decode(request) }
             case .stopDecoder(let stream):
                 decoders[stream] = nil
