@@ -33,8 +33,8 @@ final class HostedRoom {
     /// The host's decode workers, and the room's streams they decode now.
     private let decoders: VideoDecodePool
     private var decodeStreams: Set<VideoDecodeStream> = []
-    /// The room as a decode job's result finds it: weakly.
-    private lazy var weakSelf = WeakHostedRoom(self)
+    /// Where the workers put the room's decode results (it holds the room weakly).
+    private let inbox = DecodeInbox(nil)
     /// Recordings in progress, by id.
     private var recordings: [String: (file: String, recorder: TrackRecorder)] = [:]
     /// Every recording's start and end, kept after the room closes.
@@ -68,9 +68,11 @@ final class HostedRoom {
         timer = DeadlineTimer(loop: port.loop)
         timer.action = { [weak self] now in
             guard let self else { return }
+            self.applyDecoded(now: now)
             self.room.handleTimeout(now: now)
             self.carryOut()
         }
+        inbox.room = self
         log.info("roomOpened", room: name)
     }
 
@@ -223,6 +225,7 @@ final class HostedRoom {
     /// A participant's transport said something.
     fileprivate func transport(_ id: String, didEmit event: PeerTransport.Event) {
         let now = loop.clock.now()
+        applyDecoded(now: now)
         switch event {
         case .iceConnected(let address):
             log.debug("iceConnected", room: name, participant: room.participant(id: id)?.identity, ["id": id, "address": address.description])
@@ -254,7 +257,7 @@ final class HostedRoom {
                 stopEncoder(kind)
             case .decode(let request):
                 decodeStreams.insert(request.stream)
-                decoders.decode(request, for: weakSelf)
+                decoders.decode(request, into: inbox)
             case .stopDecoder(let stream):
                 if decodeStreams.remove(stream) != nil { decoders.stop(stream) }
             case .event(let event):
@@ -280,9 +283,19 @@ final class HostedRoom {
         if room.isEmpty, peers.isEmpty, !closed { close() }
     }
 
-    /// Results from the decode workers, on the loop, each stream's in order.
-    func picturesDecoded(_ results: [(VideoDecodeStream, VideoDecodeResult)], now: Instant) {
-        for (stream, result) in results { room.pictureDecoded(result, of: stream, now: now) }
+    /// The decode workers' results waiting in the inbox go into the room, each stream's in
+    /// order: before every input (so that a frame whose picture is in does not count as out to
+    /// its worker), and when a worker wakes the loop (`takeDecoded`).
+    private func applyDecoded(now: Instant) {
+        guard inbox.hasResults else { return }
+        for (stream, result) in inbox.take() { room.pictureDecoded(result, of: stream, now: now) }
+    }
+
+    /// A worker put results into an empty inbox: the room takes them, and what they asked for
+    /// (PLIs) is carried out.
+    func takeDecoded() {
+        guard inbox.hasResults else { return }
+        applyDecoded(now: loop.clock.now())
         carryOut()
     }
 
@@ -397,9 +410,8 @@ private final class ParticipantLink: PeerEventSink {
     }
 }
 
-/// The room as an encoder or decoder thread's callback holds it: weakly (the room holds the
-/// thread). Read only on the media loop.
-final class WeakHostedRoom: @unchecked Sendable {
+/// The room as an encoder thread's callback holds it: weakly (the room holds the thread).
+private final class WeakHostedRoom: @unchecked Sendable {
     weak var room: HostedRoom?
-    init(_ room: HostedRoom?) { self.room = room }
+    init(_ room: HostedRoom) { self.room = room }
 }

@@ -1,31 +1,25 @@
 import Conference
 import Foundation
 import Media
+import Synchronization
 import Sockets
 import Wire
 
 /// One thread that decodes cameras and screens (docs/architecture.md, threads): the rooms'
 /// decode jobs (`RoomOutput.decode`) of the streams assigned to it, each stream's in order, by
 /// that stream's own `VideoDecodeSession` (made with its first job, on this thread, and used
-/// only here). Results go to `deliver` on the worker thread, a few at a time (when the queue
-/// runs empty, or every `batchLimit`), and the caller hops back to its loop.
+/// only here). Each result goes into its room's `DecodeInbox` as soon as it is made; `wake` is
+/// called (on the worker thread) when that inbox was empty, to have the loop take it.
 ///
 /// The queue is bounded by its producers: a room hands out at most
-/// `ParticipantInbound.decodeQueueDepth` jobs of a stream whose results have not come back,
-/// and drops the stream's frames beyond to its next key frame (`VideoFrameReceiver`). So
-/// `submit` never blocks and never drops.
+/// `ParticipantInbound.decodeQueueDepth` jobs of a stream whose results it has not taken, and
+/// drops the stream's frames beyond to its next key frame (`VideoFrameReceiver`). So `submit`
+/// never blocks and never drops.
 final class VideoDecodeWorker: @unchecked Sendable {
-    /// A job, and the room its result goes back to.
+    /// A job, and the inbox of the room its result goes back to.
     struct Job: Sendable {
         let request: VideoDecodeRequest
-        let owner: WeakHostedRoom
-    }
-
-    /// A job's result, for its room.
-    struct Done: Sendable {
-        let owner: WeakHostedRoom
-        let stream: VideoDecodeStream
-        let result: VideoDecodeResult
+        let inbox: DecodeInbox
     }
 
     /// Counters, read from any thread.
@@ -37,9 +31,6 @@ final class VideoDecodeWorker: @unchecked Sendable {
         /// The most jobs that waited at once.
         var longestQueue = 0
     }
-
-    /// Results delivered at once at most while more jobs wait.
-    static let batchLimit = 16
 
     private enum Item: Sendable {
         case decode(Job)
@@ -53,8 +44,8 @@ final class VideoDecodeWorker: @unchecked Sendable {
     private var counters = Statistics()
 
     /// Starts the thread.
-    init(name: String, deliver: @escaping @Sendable ([Done]) -> Void) {
-        let thread = Thread { [self] in run(deliver: deliver) }
+    init(name: String, wake: @escaping @Sendable (DecodeInbox) -> Void) {
+        let thread = Thread { [self] in run(wake: wake) }
         thread.name = String(name.prefix(15))
         thread.start()
     }
@@ -98,17 +89,10 @@ final class VideoDecodeWorker: @unchecked Sendable {
         case failed(VP8CodecError)
     }
 
-    private func run(deliver: @Sendable ([Done]) -> Void) {
+    private func run(wake: @Sendable (DecodeInbox) -> Void) {
         var decoders: [VideoDecodeStream: Decoder] = [:]
-        var batch: [Done] = []
         while true {
             condition.lock()
-            if queue.isEmpty, !batch.isEmpty, !stopping {
-                condition.unlock()
-                deliver(batch)
-                batch.removeAll(keepingCapacity: true)
-                continue
-            }
             while queue.isEmpty && !stopping { condition.wait() }
             guard !stopping, let item = queue.popFirst() else {
                 condition.unlock()
@@ -137,17 +121,53 @@ final class VideoDecodeWorker: @unchecked Sendable {
                 case .failed(let error): result = .unavailable(request.job, error)
                 }
                 condition.withLock {
-                    if case .picture = result.outcome { counters.framesDecoded += 1 }
-                    if case .refused = result.outcome { counters.decodeErrors += 1 }
-                    if case .decoderUnavailable = result.outcome { counters.decodeErrors += 1 }
+                    switch result.outcome {
+                    case .picture: counters.framesDecoded += 1
+                    case .refused, .decoderUnavailable: counters.decodeErrors += 1
+                    case .hidden: break
+                    }
                     counters.totalDecodeTime += result.decodeTime
                 }
-                batch.append(Done(owner: job.owner, stream: request.stream, result: result))
-                if batch.count >= Self.batchLimit {
-                    deliver(batch)
-                    batch.removeAll(keepingCapacity: true)
-                }
+                if job.inbox.put(request.stream, result) { wake(job.inbox) }
             }
+        }
+    }
+}
+
+/// Where one room's decode results wait for the media loop, in the order each worker made them.
+/// The room takes them before each input it handles (a packet, a timeout), so that a frame whose
+/// result is in is never counted as still out to its worker (the decode queue's bound is the
+/// workers' backlog, not the loop's), and when the loop wakes for them.
+final class DecodeInbox: @unchecked Sendable {
+    /// Read only on the media loop.
+    weak var room: HostedRoom?
+    private let lock = NSLock()
+    // Under `lock`.
+    private var results: [(VideoDecodeStream, VideoDecodeResult)] = []
+    /// Whether results wait: read without the lock on every packet.
+    private let pending = Atomic<Bool>(false)
+
+    init(_ room: HostedRoom?) { self.room = room }
+
+    /// Any thread: adds a result; true when the inbox was empty (wake the loop to take it).
+    func put(_ stream: VideoDecodeStream, _ result: VideoDecodeResult) -> Bool {
+        lock.withLock {
+            results.append((stream, result))
+            guard results.count == 1 else { return false }
+            pending.store(true, ordering: .releasing)
+            return true
+        }
+    }
+
+    /// Whether results wait.
+    var hasResults: Bool { pending.load(ordering: .acquiring) }
+
+    /// The results waiting, in order; the inbox is empty after.
+    func take() -> [(VideoDecodeStream, VideoDecodeResult)] {
+        lock.withLock {
+            pending.store(false, ordering: .relaxed)
+            defer { results.removeAll(keepingCapacity: true) }
+            return results
         }
     }
 }
@@ -156,7 +176,8 @@ final class VideoDecodeWorker: @unchecked Sendable {
 /// at least one; `limits.decodeWorkers`), shared by every room. Each stream is assigned to the
 /// worker with the fewest streams when its first job comes, and stays there (its decoder lives
 /// there) until it stops. A worker's thread starts with its first stream and ends with its
-/// last. Results come back on the media loop, each room's in order, into `Room.pictureDecoded`.
+/// last. Results come back through each room's `DecodeInbox`, in order, into
+/// `Room.pictureDecoded` on the media loop.
 ///
 /// Used on the media loop; its state is under a lock all the same, since a room's `deinit`
 /// (which stops the room's streams) may run elsewhere.
@@ -185,7 +206,7 @@ final class VideoDecodePool: @unchecked Sendable {
     }
 
     /// Hands a job to its stream's worker (assigning the stream to the least busy one first).
-    func decode(_ request: VideoDecodeRequest, for owner: WeakHostedRoom) {
+    func decode(_ request: VideoDecodeRequest, into inbox: DecodeInbox) {
         let worker = lock.withLock { () -> VideoDecodeWorker in
             let index: Int
             if let known = assigned[request.stream] {
@@ -197,13 +218,13 @@ final class VideoDecodePool: @unchecked Sendable {
             }
             if let running = workers[index] { return running }
             let loop = self.loop
-            let started = VideoDecodeWorker(name: "tessera-dec-\(index)") { batch in
-                loop.execute { Self.deliver(batch, now: loop.clock.now()) }
+            let started = VideoDecodeWorker(name: "tessera-dec-\(index)") { inbox in
+                loop.execute { inbox.room?.takeDecoded() }
             }
             workers[index] = started
             return started
         }
-        worker.submit(.init(request: request, owner: owner))
+        worker.submit(.init(request: request, inbox: inbox))
     }
 
     /// The stream ended: its decoder goes; a worker left with no stream ends.
@@ -241,25 +262,6 @@ final class VideoDecodePool: @unchecked Sendable {
             sum.totalDecodeTime += statistics.totalDecodeTime
             sum.longestQueue = max(sum.longestQueue, statistics.longestQueue)
             return sum
-        }
-    }
-
-    /// On the loop: each room takes its results in order, then carries out what they asked.
-    private static func deliver(_ batch: [VideoDecodeWorker.Done], now: Instant) {
-        var rooms: [ObjectIdentifier: (room: HostedRoom, results: [(VideoDecodeStream, VideoDecodeResult)])] = [:]
-        var order: [ObjectIdentifier] = []
-        for done in batch {
-            guard let room = done.owner.room else { continue }
-            let key = ObjectIdentifier(room)
-            if rooms[key] == nil {
-                rooms[key] = (room, [])
-                order.append(key)
-            }
-            rooms[key]?.results.append((done.stream, done.result))
-        }
-        for key in order {
-            guard let (room, results) = rooms[key] else { continue }
-            room.picturesDecoded(results, now: now)
         }
     }
 }

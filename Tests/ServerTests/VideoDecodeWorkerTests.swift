@@ -41,19 +41,24 @@ import Wire
         let a = try Self.requests(first, colour: red, count: 10, maximumPixels: 1920 * 1088)
         let b = try Self.requests(second, colour: blue, count: 10, maximumPixels: 1920 * 1088)
         let c = try Self.requests(broken, colour: blue, count: 3, maximumPixels: 0)  // no decoder takes 0 pixels
-        let delivered = Mutex<[VideoDecodeWorker.Done]>([])
-        let worker = VideoDecodeWorker(name: "test-decode") { batch in delivered.withLock { $0 += batch } }
+        let wakes = Mutex(0)
+        let worker = VideoDecodeWorker(name: "test-decode") { _ in wakes.withLock { $0 += 1 } }
         defer { worker.stop() }
-        let owner = WeakHostedRoom(nil)
+        let inbox = DecodeInbox(nil)
         // Interleaved, as cameras' packets arrive.
         for index in 0..<10 {
-            worker.submit(.init(request: a[index], owner: owner))
-            worker.submit(.init(request: b[index], owner: owner))
-            if index < 3 { worker.submit(.init(request: c[index], owner: owner)) }
+            worker.submit(.init(request: a[index], inbox: inbox))
+            worker.submit(.init(request: b[index], inbox: inbox))
+            if index < 3 { worker.submit(.init(request: c[index], inbox: inbox)) }
         }
-        for _ in 0..<1000 where delivered.withLock({ $0.count }) < 23 { Thread.sleep(forTimeInterval: 0.01) }
-        let results = delivered.withLock { $0 }
+        var results: [(stream: VideoDecodeStream, result: VideoDecodeResult)] = []
+        for _ in 0..<1000 where results.count < 23 {
+            Thread.sleep(forTimeInterval: 0.01)
+            results += inbox.take().map { (stream: $0.0, result: $0.1) }
+        }
         #expect(results.count == 23)
+        #expect(!inbox.hasResults)
+        #expect((1...23).contains(wakes.withLock { $0 }), "the loop is woken when the inbox was empty, not for every result")
         for (stream, colour) in [(first, red), (second, blue)] {
             let mine = results.filter { $0.stream == stream }.map(\.result)
             #expect(mine.map(\.sequence) == Array(1...10))
