@@ -44,7 +44,7 @@ public final class Participant {
         self.identity = identity
         self.name = name
         self.isViewer = isViewer
-        inbound = ParticipantInbound(negotiated: negotiated, identity: identity, seed: seed, now: now)
+        inbound = ParticipantInbound(negotiated: negotiated, id: id, identity: identity, seed: seed, now: now)
         outbound = ParticipantOutbound(negotiated: negotiated, seed: seed &+ 1, wallClock: wallClock, configuration: configuration,
                                        forwardsOnly: forwardsOnly, now: now)
     }

@@ -8,13 +8,22 @@ import Wire
 /// What a participant sends, as the room receives it, sans-IO: decrypted RTP and RTCP come in
 /// with the time; receive repair (`PeerReceiver`: loss and jitter statistics, NACK with RTX
 /// unwrapped, PLI, receiver reports at the RFC 3550 interval), the microphone's jitter buffer and
-/// decoder (`AudioReceiver`, read by the room's mix tick), and the camera's decoder into
-/// `cameraTrack` (`VideoReceiver`), with the stall rule: a frame missing packets for
-/// `incompleteFrameTimeout` is given up so that the frames behind it, or a key frame, can come.
-/// RTCP to send back is polled (`pollRTCP`), never sent from here.
+/// decoder (`AudioReceiver`, read by the room's mix tick), and the camera's and the screen's
+/// frames (`VideoFrameReceiver`: assembled here, decoded by the shell on a decode worker; the
+/// pictures come back through `pictureDecoded` into `cameraTrack`, through lip sync, and
+/// `screenTrack`), with the stall rule: a frame missing packets for `incompleteFrameTimeout` is
+/// given up so that the frames behind it, or a key frame, can come. RTCP to send back is polled
+/// (`pollRTCP`), decode jobs too (`takeOutputs`); nothing is sent from here.
 public final class ParticipantInbound {
     /// How long a frame may miss packets (NACK's chance) before it is given up.
     public static let incompleteFrameTimeout: Duration = .milliseconds(150)
+    /// A camera's (or screen's) frames out to its decoder at once, at most: 133 ms at 30 fps. A
+    /// frame beyond is dropped, and so is every frame after it until a key frame, which is asked
+    /// for (`VideoFrameReceiver`).
+    public static let decodeQueueDepth = 4
+    /// The largest pictures the camera's and the screen's decoders take.
+    public static let cameraMaximumPixels = 1920 * 1088
+    public static let screenMaximumPixels = 3840 * 2176
 
     /// The microphone, played out one 20 ms frame per room tick; nil when the offer has no audio
     /// section, the decoder could not start (`startFailures` says why), or its section stopped.
@@ -30,21 +39,31 @@ public final class ParticipantInbound {
     /// New media packets (duplicates and RTX padding not counted) and their payload bytes.
     public private(set) var packetsReceived = 0
     public private(set) var bytesReceived = 0
-    /// Time spent assembling and decoding the camera (measured by the caller's clock: decoding
-    /// is work, not protocol time, so it is timed with `ContinuousClock` here).
+    /// Time spent decoding the camera and the screen, as the decoders measured it where they ran
+    /// (`VideoDecodeResult.decodeTime`: work, not protocol time).
     public private(set) var decodeTime = Duration.zero
     /// Decoders that could not start, by component ("opus-decoder", "vp8-decoder"), with why.
     public private(set) var startFailures: [(component: String, error: any Error)] = []
 
     private let identity: String
+    /// The participant's id, which names its decode streams.
+    private let participantID: String
     /// The microphone's and the camera's sections: the first audio and the first video section
     /// at join; one stopped by renegotiation is replaced by the first section of its kind the
     /// renegotiation added.
     private var microphoneMid: String?
     private var cameraMid: String?
-    private var videoReceiver: VideoReceiver?
+    private var videoReceiver: VideoFrameReceiver?
+    /// The camera's and the screen's decode streams, while they have a receiver.
+    private var cameraStream: VideoDecodeStream?
+    private var screenStream: VideoDecodeStream?
+    /// Streams started so far (each one's generation).
+    private var streamsStarted = 0
+    /// Decode jobs and stopped streams, for the room to hand on (`takeOutputs`).
+    private var outputs: [RoomOutput] = []
     private var screenMid: String?
-    private var screenReceiver: VideoReceiver?
+    private var screenReceiver: VideoFrameReceiver?
+    private var screenSSRC: SSRC?
     /// Set by the screen decoder's key frame callback; turned into a PLI after the packet.
     private var screenKeyFrameNeeded = false
     private var inbound: InboundSections
@@ -61,11 +80,12 @@ public final class ParticipantInbound {
     /// Tracks a key frame was asked of for their subscribers, not yet begun.
     private var forwardKeyFramesAsked: Set<VideoSource> = []
 
-    public init(negotiated: NegotiatedSession, identity: String, seed: UInt64, now: Instant) {
+    public init(negotiated: NegotiatedSession, id: String, identity: String, seed: UInt64, now: Instant) {
         let inbound = InboundSections(negotiated)
         self.inbound = inbound
         self.identity = identity
         createdAt = now
+        participantID = id
         cameraTrack = VideoTrack(id: "\(identity)/camera")
         screenTrack = VideoTrack(id: "\(identity)/screen")
         let sender = negotiated.media.compactMap(\.hostSender).first
@@ -134,6 +154,7 @@ public final class ParticipantInbound {
                 muteFramesSince = nil
                 result.cameraPaused = nil
                 videoReceiver = nil
+                stopDecoding(&cameraStream)
                 cameraSSRC = nil
                 videoStalledSince = nil
                 cameraSync = CameraSync()
@@ -154,7 +175,23 @@ public final class ParticipantInbound {
     private func stopScreen() {
         screenMid = nil
         screenReceiver = nil
+        screenSSRC = nil
+        stopDecoding(&screenStream)
         screenTrack.end()
+    }
+
+    /// Tells the shell that a stream's decoder may go.
+    private func stopDecoding(_ stream: inout VideoDecodeStream?) {
+        guard let ended = stream else { return }
+        stream = nil
+        outputs.append(.stopDecoder(ended))
+    }
+
+    /// Decode jobs and stopped streams since the last call, for the room's outputs.
+    func takeOutputs() -> [RoomOutput] {
+        guard !outputs.isEmpty else { return [] }
+        defer { outputs.removeAll() }
+        return outputs
     }
 
     /// Starts the microphone's, the camera's and the screen's decoders on the first audio
@@ -170,26 +207,26 @@ public final class ParticipantInbound {
             cameraMid = section.mid
             cameraCapChanged = cameraBitrateCap != nil  // a new camera hears its cap at once
             if cameraTrack.readyState == .ended { cameraTrack = VideoTrack(id: "\(identity)/camera") }
-            videoReceiver = startVideoReceiver(maximumPixels: 1920 * 1088) { [weak self] in self?.videoKeyFrameNeeded = true }
+            videoReceiver = VideoFrameReceiver(maximumFramesInFlight: Self.decodeQueueDepth) { [weak self] in self?.videoKeyFrameNeeded = true }
+            cameraStream = newStream(.camera)
         }
         if screenMid == nil, let section = video.first(where: { $0.mid != cameraMid }) {
             screenMid = section.mid
             if screenTrack.readyState == .ended { screenTrack = VideoTrack(id: "\(identity)/screen") }
-            screenReceiver = startVideoReceiver(maximumPixels: 3840 * 2176) { [weak self] in self?.screenKeyFrameNeeded = true }
+            screenReceiver = VideoFrameReceiver(maximumFramesInFlight: Self.decodeQueueDepth) { [weak self] in self?.screenKeyFrameNeeded = true }
+            screenStream = newStream(.screen)
         }
     }
 
-    /// A VP8 decoder that calls `onKeyFrameNeeded` when it needs a key frame; nil, with the
-    /// failure noted, when it cannot start.
-    private func startVideoReceiver(maximumPixels: Int, onKeyFrameNeeded: @escaping () -> Void) -> VideoReceiver? {
-        do {
-            let receiver = try VideoReceiver(maximumPixels: maximumPixels)
-            receiver.onKeyFrameNeeded = onKeyFrameNeeded
-            return receiver
-        } catch {
-            startFailures.append(("vp8-decoder", error))
-            return nil
-        }
+    private func newStream(_ source: VideoSource) -> VideoDecodeStream {
+        streamsStarted += 1
+        return VideoDecodeStream(participant: participantID, source: source, generation: streamsStarted)
+    }
+
+    /// Hands the jobs to the stream's decoder (through the room's outputs).
+    private func decode(_ jobs: [VideoDecodeJob], of stream: VideoDecodeStream?, maximumPixels: Int) {
+        guard let stream else { return }
+        for job in jobs { outputs.append(.decode(VideoDecodeRequest(stream: stream, job: job, maximumPixels: maximumPixels))) }
     }
 
     /// What an arriving packet meant beyond its media.
@@ -246,23 +283,14 @@ public final class ParticipantInbound {
                 cameraTrack.rotation = VideoRotation(rawValue: orientation.rotation.degrees) ?? .none
             }
             let wasWaiting = videoReceiver.isWaitingForKeyFrame
-            let began = ContinuousClock.now
-            let pictures = videoReceiver.receive(media, now: now)
-            decodeTime += ContinuousClock.now - began
-            reception.cameraMutedBySender = noteMuteFrames(pictures, now: now)
-            take(pictures, now: now, wasWaiting: wasWaiting)
+            decode(videoReceiver.receive(media, now: now), of: cameraStream, maximumPixels: Self.cameraMaximumPixels)
+            cameraFramesCame(videoReceiver, now: now, wasWaiting: wasWaiting)
         }
         if section.mid == screenMid, let screenReceiver {
+            screenSSRC = media.ssrc
             let wasWaiting = screenReceiver.isWaitingForKeyFrame
-            let began = ContinuousClock.now
-            for picture in screenReceiver.receive(media, now: now) { screenTrack.push(picture, now: now) }
-            decodeTime += ContinuousClock.now - began
-            if screenKeyFrameNeeded {
-                screenKeyFrameNeeded = false
-                receiver.requestKeyFrame(ssrc: media.ssrc, now: now)
-            } else if wasWaiting && !screenReceiver.isWaitingForKeyFrame {
-                receiver.keyFrameReceived(ssrc: media.ssrc)
-            }
+            decode(screenReceiver.receive(media, now: now), of: screenStream, maximumPixels: Self.screenMaximumPixels)
+            followKeyFrames(of: screenReceiver, ssrc: media.ssrc, wasWaiting: wasWaiting, needed: &screenKeyFrameNeeded, now: now)
         }
         guard published.insert(section.mid).inserted else { return reception }
         let undecodable = (section.mid == microphoneMid && audioReceiver == nil) || (section.mid == cameraMid && videoReceiver == nil)
@@ -321,7 +349,8 @@ public final class ParticipantInbound {
     public func abandonStalledVideo(now: Instant) {
         guard let videoReceiver, let since = videoStalledSince, now - since >= Self.incompleteFrameTimeout else { return }
         let wasWaiting = videoReceiver.isWaitingForKeyFrame
-        take(videoReceiver.abandonIncompleteFrames(now: now), now: now, wasWaiting: wasWaiting)
+        decode(videoReceiver.abandonIncompleteFrames(now: now), of: cameraStream, maximumPixels: Self.cameraMaximumPixels)
+        cameraFramesCame(videoReceiver, now: now, wasWaiting: wasWaiting)
         videoStalledSince = nil
     }
 
@@ -389,10 +418,19 @@ public final class ParticipantInbound {
     /// The tracks that had media, by source name, in section order.
     public var publishedSources: [String] { inbound.sections.filter { published.contains($0.mid) }.map(source(of:)) }
 
-    /// The participant left: its camera and screen end.
+    /// The participant left: its camera and screen end, and their decoders.
     public func end() {
         cameraTrack.end()
         screenTrack.end()
+        stopDecoders()
+    }
+
+    /// Its decoders stop (it left, or the room closed): nothing is decoded for it again.
+    func stopDecoders() {
+        videoReceiver = nil
+        screenReceiver = nil
+        stopDecoding(&cameraStream)
+        stopDecoding(&screenStream)
     }
 
     /// Packets the participant sent that never arrived (RFC 3550 A.3, over its sources).
@@ -403,6 +441,8 @@ public final class ParticipantInbound {
     public var unheardAudioPacketsSkipped: Int { audioReceiver?.unheardPacketsSkipped ?? 0 }
     /// Its camera's frames: decoded, lost, refused or dropped; nil when it sends no video.
     public var cameraStatistics: VideoReceiver.Statistics? { videoReceiver?.statistics }
+    /// Its screen's, while it shares one.
+    public var screenStatistics: VideoReceiver.Statistics? { screenReceiver?.statistics }
     public var nacksSent: Int { receiver.nacksSent }
     public var transportFeedbackSent: Int { receiver.transportFeedbackSent }
     public var keyFrameRequestsSent: Int { receiver.keyFrameRequestsSent }
@@ -426,20 +466,74 @@ public final class ParticipantInbound {
         audioReceiver?.lipSyncDelay = cameraSync.audioDelay
     }
 
-    /// Holds decoded camera pictures for lip sync and turns the receiver's key frame needs into PLI.
-    private func take(_ pictures: [I420Frame], now: Instant, wasWaiting: Bool) {
-        let timestamps = videoReceiver?.lastTimestamps ?? []
-        for (index, picture) in pictures.enumerated() {
-            cameraSync.hold(picture, rtpTimestamp: index < timestamps.count ? timestamps[index] : 0, arrival: now)
+    /// After camera packets or a stall: the stall rule (no frame came out of the assembler)
+    /// and the key frame requests.
+    private func cameraFramesCame(_ videoReceiver: VideoFrameReceiver, now: Instant, wasWaiting: Bool) {
+        videoStalledSince = videoReceiver.lastFramesAssembled == 0 ? (videoStalledSince ?? now) : nil
+        guard let cameraSSRC else { return }
+        followKeyFrames(of: videoReceiver, ssrc: cameraSSRC, wasWaiting: wasWaiting, needed: &videoKeyFrameNeeded, now: now)
+    }
+
+    /// Turns a receiver's key frame need into a PLI (paced by the receiver and by
+    /// `PeerReceiver`), and tells `PeerReceiver` when a key frame has come, so it stops asking.
+    private func followKeyFrames(of video: VideoFrameReceiver, ssrc: SSRC, wasWaiting: Bool, needed: inout Bool, now: Instant) {
+        if needed {
+            needed = false
+            receiver.requestKeyFrame(ssrc: ssrc, now: now)
+        } else if wasWaiting && !video.isWaitingForKeyFrame {
+            receiver.keyFrameReceived(ssrc: ssrc)
         }
-        videoStalledSince = pictures.isEmpty ? (videoStalledSince ?? now) : nil
-        guard let cameraSSRC, let videoReceiver else { return }
-        if videoKeyFrameNeeded {
-            videoKeyFrameNeeded = false
-            receiver.requestKeyFrame(ssrc: cameraSSRC, now: now)
-        } else if wasWaiting && !videoReceiver.isWaitingForKeyFrame {
-            receiver.keyFrameReceived(ssrc: cameraSSRC)
+    }
+
+    /// What a decoded frame meant beyond its picture.
+    public struct Decoded: Sendable {
+        /// The sender muted (true) or unmuted (false) its camera with this picture.
+        public var cameraMutedBySender: Bool?
+        /// The stream's decoder could not start: the track has ended.
+        public var ended: VideoSource?
+    }
+
+    /// Takes the result of one of its decode jobs (`RoomOutput.decode`), on the room's thread: a
+    /// camera picture waits for its audio (lip sync) and a screen picture is shown; a refused
+    /// frame asks for a key frame (paced as for a loss). Results of a stream that has ended are
+    /// dropped.
+    public func pictureDecoded(_ result: VideoDecodeResult, of stream: VideoDecodeStream, now: Instant) -> Decoded {
+        decodeTime += result.decodeTime
+        var decoded = Decoded()
+        if stream == cameraStream, let videoReceiver {
+            if case .decoderUnavailable(let error) = result.outcome {
+                startFailures.append(("vp8-decoder", error))
+                self.videoReceiver = nil
+                stopDecoding(&cameraStream)
+                cameraSync = CameraSync()
+                cameraTrack.end()
+                decoded.ended = .camera
+                return decoded
+            }
+            if let picture = videoReceiver.decoded(result, now: now) {
+                cameraSync.hold(picture, rtpTimestamp: result.rtpTimestamp, arrival: now)
+                decoded.cameraMutedBySender = noteMuteFrames([picture], now: now)
+            }
+            if videoKeyFrameNeeded, let cameraSSRC {
+                videoKeyFrameNeeded = false
+                receiver.requestKeyFrame(ssrc: cameraSSRC, now: now)
+            }
+        } else if stream == screenStream, let screenReceiver {
+            if case .decoderUnavailable(let error) = result.outcome {
+                startFailures.append(("vp8-decoder", error))
+                self.screenReceiver = nil
+                stopDecoding(&screenStream)
+                screenTrack.end()
+                decoded.ended = .screen
+                return decoded
+            }
+            if let picture = screenReceiver.decoded(result, now: now) { screenTrack.push(picture, now: now) }
+            if screenKeyFrameNeeded, let screenSSRC {
+                screenKeyFrameNeeded = false
+                receiver.requestKeyFrame(ssrc: screenSSRC, now: now)
+            }
         }
+        return decoded
     }
 
     /// The contract's track names: the microphone's section, the camera's, and another video

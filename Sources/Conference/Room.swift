@@ -17,6 +17,9 @@ import Wire
 /// or a template kept as given) is drawn by one `VideoCompositor` and the picture goes to the
 /// encoder of each encoding someone needs; each encoded frame is packetized once and re-headered
 /// per receiver. Key frame requests (a new receiver, PLI or FIR) are paced per encoding.
+/// Cameras and screens are decoded by the shell: the room assembles their frames and hands them
+/// out (`RoomOutput.decode`, at most `ParticipantInbound.decodeQueueDepth` of a stream at once),
+/// and takes the pictures back (`pictureDecoded`).
 /// Receivers whose feedback says their bandwidth is short get a lower or a small encoding (or no
 /// video, under 60 kbit/s) and switch at its key frame (`CompositeEncodingChooser`).
 ///
@@ -150,6 +153,7 @@ public final class Room {
         let failuresKnown = participant.inbound.startFailures.count
         let wasSending = VideoSource.allCases.filter { participant.inbound.sends($0) }
         let changes = participant.inbound.renegotiate(negotiated)
+        emitDecoding(participant)
         for source in changes.ended {
             emit(.event(RoomEvent(.trackEnded, room: name, participant: id, identity: participant.identity, source: source,
                                   reason: "m-line stopped")))
@@ -199,6 +203,7 @@ public final class Room {
         byID[id] = nil
         participant.state = .left
         participant.inbound.end()
+        emitDecoding(participant)
         for source in participant.inbound.publishedSources {
             emit(.event(RoomEvent(.trackEnded, room: name, participant: id, identity: participant.identity, source: source)))
         }
@@ -223,6 +228,10 @@ public final class Room {
         emit(.stopEncoder(.main))
         for kind in scaled.keys { emit(.stopEncoder(kind)) }
         scaled = [:]
+        for participant in participants {
+            participant.inbound.stopDecoders()
+            emitDecoding(participant)
+        }
     }
 
     // MARK: Choices
@@ -392,6 +401,7 @@ public final class Room {
     public func receiveRTP(_ bytes: [UInt8], from id: String, now: Instant) {
         guard let participant = participant(id: id) else { return }
         let reception = participant.inbound.receiveRTP(bytes, now: now)
+        emitDecoding(participant)
         if let muted = reception.cameraMutedBySender {
             // The sender muted its camera itself (a browser's disabled track sends black): its
             // tile shows the placeholder until a picture comes.
@@ -410,6 +420,31 @@ public final class Room {
             break
         }
         serviceRTCP(participant, now: now)
+    }
+
+    /// The shell's decoder finished one of the room's decode jobs (`RoomOutput.decode`): a camera's
+    /// picture is held for lip sync and shown with its sound, a screen's at once; a frame the
+    /// decoder refused asks its sender for a key frame. The results of each stream must come in
+    /// the order of its jobs; those of a stream that ended are dropped.
+    public func pictureDecoded(_ result: VideoDecodeResult, of stream: VideoDecodeStream, now: Instant) {
+        guard let participant = participant(id: stream.participant) else { return }
+        let failuresKnown = participant.inbound.startFailures.count
+        let decoded = participant.inbound.pictureDecoded(result, of: stream, now: now)
+        startFailures += participant.inbound.startFailures.dropFirst(failuresKnown)
+        if let muted = decoded.cameraMutedBySender {
+            cameraMutedByMedia(participant, muted, reason: muted ? "sender muted" : "sender unmuted")
+        }
+        if let source = decoded.ended {
+            emit(.event(RoomEvent(.trackEnded, room: name, participant: participant.id, identity: participant.identity,
+                                  source: source.rawValue, reason: "decoder failed to start")))
+        }
+        emitDecoding(participant)
+        serviceRTCP(participant, now: now)
+    }
+
+    /// Hands on the participant's decode jobs and stopped decoders.
+    private func emitDecoding(_ participant: Participant) {
+        for output in participant.inbound.takeOutputs() { emit(output) }
     }
 
     /// One decrypted compound RTCP packet from a participant: about what it sends (sender
@@ -557,6 +592,7 @@ public final class Room {
     private func videoTick(deadline: Instant, now: Instant) {
         for participant in participants {
             participant.inbound.abandonStalledVideo(now: now)
+            emitDecoding(participant)
             participant.inbound.releaseCamera(now: deadline, drawInterval: compositor.tickInterval)
             noteRendering(of: participant, now: deadline)
         }

@@ -32,6 +32,10 @@ import Wire
 ///   timestamps are not mapped to the host clock (that needs RTCP sender reports and is the
 ///   lip-sync layer's business); frames completed by one packet share its `now`.
 ///
+/// It is a ``VideoFrameReceiver`` (assembly, the key frame rule, the requests' pacing) whose
+/// jobs a ``VideoDecodeSession`` decodes at once, each before the next frame is taken; a host
+/// that decodes on other threads uses the two apart.
+///
 /// Not `Sendable`: one room's thread owns each receiver (the decoder inside is a libvpx context).
 public final class VideoReceiver {
     /// Counters for metrics and tests.
@@ -49,54 +53,53 @@ public final class VideoReceiver {
         public var decodeErrors = 0
         /// Times ``VideoReceiver/onKeyFrameNeeded`` was called.
         public var keyFrameRequests = 0
+        /// Frames dropped because the decoder had too many frames to decode already
+        /// (``VideoFrameReceiver/maximumFramesInFlight``; never with ``VideoReceiver``, which
+        /// decodes at once); the frames after each, until a key frame, count as waiting.
+        public var framesDroppedDecodeQueueFull = 0
+
+        public init() {}
     }
 
     /// Called when a key frame is needed (answer with a PLI or FIR), paced by
     /// `keyFrameRequestInterval`. Called synchronously from ``receive(_:now:)`` or
     /// ``abandonIncompleteFrames(now:)``; it must not call back into this receiver.
-    public var onKeyFrameNeeded: (() -> Void)?
+    public var onKeyFrameNeeded: (() -> Void)? {
+        get { frames.onKeyFrameNeeded }
+        set { frames.onKeyFrameNeeded = newValue }
+    }
     /// The least time between two calls of ``onKeyFrameNeeded`` while a key frame is awaited.
-    public let keyFrameRequestInterval: Duration
+    public var keyFrameRequestInterval: Duration { frames.keyFrameRequestInterval }
 
-    private var assembler: VP8FrameAssembler
-    private let decoder: VP8Decoder
-    /// A decoder refusal happened and no key frame has decoded since.
-    private var decoderNeedsKeyFrame = false
-    private var lastRequest: Instant?
-    private var counters = Statistics()
+    /// Assembly, the key frame rule and the requests' pacing; the decoder runs at once here.
+    private let frames: VideoFrameReceiver
+    private let session: VideoDecodeSession
 
     /// A receiver whose decoder accepts pictures of up to `maximumPixels` (3840x2160 by default)
     /// and whose assembler buffers within `limits`.
     public init(maximumPixels: Int = 3840 * 2160, limits: VP8FrameAssembler.Limits = .init(),
                 keyFrameRequestInterval: Duration = .milliseconds(300),
                 onKeyFrameNeeded: (() -> Void)? = nil) throws(VP8CodecError) {
-        decoder = try VP8Decoder(threads: 1, maximumPixels: maximumPixels)
-        assembler = VP8FrameAssembler(limits: limits)
-        self.keyFrameRequestInterval = keyFrameRequestInterval
-        self.onKeyFrameNeeded = onKeyFrameNeeded
+        session = try VideoDecodeSession(maximumPixels: maximumPixels)
+        frames = VideoFrameReceiver(limits: limits, keyFrameRequestInterval: keyFrameRequestInterval, onKeyFrameNeeded: onKeyFrameNeeded)
     }
 
     /// Counters, the assembler's included.
-    public var statistics: Statistics {
-        var statistics = counters
-        statistics.framesLost = assembler.statistics.framesLost
-        statistics.framesDroppedWaitingForKeyFrame += assembler.statistics.framesDiscarded
-        return statistics
-    }
+    public var statistics: Statistics { frames.statistics }
 
     /// The assembler's own counters (packets ignored, malformed, gaps skipped).
-    public var assemblerStatistics: VP8FrameAssembler.Statistics { assembler.statistics }
+    public var assemblerStatistics: VP8FrameAssembler.Statistics { frames.assemblerStatistics }
 
     /// Whether nothing is shown until a key frame decodes (after a loss or a decoder refusal).
-    public var isWaitingForKeyFrame: Bool { assembler.needsKeyFrame || decoderNeedsKeyFrame }
+    public var isWaitingForKeyFrame: Bool { frames.isWaitingForKeyFrame }
 
     /// The size of the last decoded picture; nil before the first.
-    public var frameSize: (width: Int, height: Int)? { decoder.frameSize }
+    public var frameSize: (width: Int, height: Int)? { session.frameSize }
 
     /// Takes one received RTP packet of the stream (after SRTP and RTX unwrapping) and returns
     /// the pictures it completed, in order, stamped `now`. Usually none or one.
     public func receive(_ packet: RTPPacket, now: Instant) -> [I420Frame] {
-        assembler.insert(packet)
+        frames.insert(packet)
         return drain(now: now)
     }
 
@@ -105,15 +108,14 @@ public final class VideoReceiver {
     /// frames behind the gap when a key frame was waiting there.
     @discardableResult
     public func abandonIncompleteFrames(now: Instant) -> [I420Frame] {
-        assembler.abandonIncompleteFrames()
+        frames.abandonIncomplete()
         return drain(now: now)
     }
 
-    /// Forgets buffered packets and the decoder's picture (a new SSRC or a restarted sender),
-    /// keeping the statistics: the next picture comes from the next key frame.
+    /// Forgets buffered packets (a new SSRC or a restarted sender), keeping the statistics:
+    /// the next picture comes from the next key frame.
     public func reset() {
-        assembler.reset()
-        lastRequest = nil
+        frames.reset()
     }
 
     // MARK: - Internals
@@ -122,49 +124,19 @@ public final class VideoReceiver {
     /// returned, in the same order (lip sync maps them to the sender's clock).
     public private(set) var lastTimestamps: [UInt32] = []
 
+    /// Each frame ready is decoded before the next is taken, so a refusal stops the frames
+    /// behind it as it happens; then one key frame request at most.
     private func drain(now: Instant) -> [I420Frame] {
         var pictures: [I420Frame] = []
         lastTimestamps.removeAll(keepingCapacity: true)
-        while let frame = assembler.popFrame() {
-            if let picture = decode(frame, now: now) {
+        frames.beginDrain()
+        while let job = frames.nextJob(now: now) {
+            if let picture = frames.take(session.decode(job)) {
                 pictures.append(picture)
-                lastTimestamps.append(frame.timestamp)
+                lastTimestamps.append(job.frame.timestamp)
             }
         }
-        if isWaitingForKeyFrame { requestKeyFrame(now: now) }
+        frames.askForKeyFrameIfWaiting(now: now)
         return pictures
-    }
-
-    private func decode(_ frame: VP8Frame, now: Instant) -> I420Frame? {
-        if decoderNeedsKeyFrame && !frame.isKeyFrame {
-            counters.framesDroppedWaitingForKeyFrame += 1
-            return nil
-        }
-        do throws(VP8CodecError) {
-            let picture = try decoder.decode(frame.data, timestamp: now)
-            if frame.isKeyFrame {
-                decoderNeedsKeyFrame = false
-                if !assembler.needsKeyFrame { lastRequest = nil }  // the next loss asks at once
-            }
-            guard let picture else { return nil }  // a hidden frame (show_frame clear)
-            if frame.isKeyFrame { counters.keyFramesDecoded += 1 }
-            counters.framesDecoded += 1
-            return picture
-        } catch .waitingForKeyFrame {
-            // The decoder has had no key frame yet (the stream was joined mid-way).
-            counters.framesDroppedWaitingForKeyFrame += 1
-            decoderNeedsKeyFrame = true
-        } catch {
-            counters.decodeErrors += 1
-            decoderNeedsKeyFrame = true
-        }
-        return nil
-    }
-
-    private func requestKeyFrame(now: Instant) {
-        if let lastRequest, now - lastRequest < keyFrameRequestInterval { return }
-        lastRequest = now
-        counters.keyFrameRequests += 1
-        onKeyFrameNeeded?()
     }
 }

@@ -56,6 +56,9 @@ public struct HostConfig: Sendable, Equatable {
         public var maxParticipantsPerRoom = 50
         /// The most voices a mix holds, the loudest (Top K); 0 for no bound.
         public var maxVoices = 3
+        /// Threads that decode the rooms' cameras and screens; nil: one per core but the media
+        /// loop's, at least one.
+        public var decodeWorkers: Int?
         public init() {}
     }
 
@@ -185,7 +188,7 @@ public struct HostConfig: Sendable, Equatable {
                          "tls": .object(["certificate": .string, "key": .string])]),
         "media": .object(["listen": .string, "announce": .array(.string), "tcpListen": .string]),
         "auth": .object(["secret": .nullable(.string)]),
-        "limits": .object(["maxRooms": .integer, "maxParticipantsPerRoom": .integer, "maxVoices": .integer]),
+        "limits": .object(["maxRooms": .integer, "maxParticipantsPerRoom": .integer, "maxVoices": .integer, "decodeWorkers": .integer]),
         "recordings": .object(["folder": .string]),
         "video": .object(["width": .integer, "height": .integer, "fps": .integer, "bitrate": .integer,
                           "lowWidth": .integer, "lowHeight": .integer, "lowBitrate": .integer,
@@ -272,6 +275,7 @@ public struct HostConfig: Sendable, Equatable {
         try within("limits.maxRooms", limits.maxRooms, 1...100_000)
         try within("limits.maxParticipantsPerRoom", limits.maxParticipantsPerRoom, 1...10_000)
         try within("limits.maxVoices", limits.maxVoices, 0...64)
+        if let workers = limits.decodeWorkers { try within("limits.decodeWorkers", workers, 1...64) }
         let folder = recordings.folder
         if folder.isEmpty || folder.contains("\0") { throw bad("recordings.folder", "must be a folder path") }
         var isDirectory: ObjCBool = false
@@ -388,12 +392,13 @@ extension HostConfig.Auth: Codable {
     }
 }
 extension HostConfig.Limits: Codable {
-    enum CodingKeys: String, CodingKey { case maxRooms, maxParticipantsPerRoom, maxVoices }
+    enum CodingKeys: String, CodingKey { case maxRooms, maxParticipantsPerRoom, maxVoices, decodeWorkers }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         maxRooms = try c.decodeIfPresent(Int.self, forKey: .maxRooms) ?? maxRooms
         maxParticipantsPerRoom = try c.decodeIfPresent(Int.self, forKey: .maxParticipantsPerRoom) ?? maxParticipantsPerRoom
         maxVoices = try c.decodeIfPresent(Int.self, forKey: .maxVoices) ?? maxVoices
+        decodeWorkers = try c.decodeIfPresent(Int.self, forKey: .decodeWorkers)
     }
 }
 extension HostConfig.Recordings: Codable {

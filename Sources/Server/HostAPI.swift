@@ -42,7 +42,8 @@ public final class HostAPI: Sendable {
         self.page = page
         echoes = LoopConfined([:], on: media.loop)
         rooms = LoopConfined(RoomDirectory(limits: .init(maxRooms: limits.maxRooms, maxParticipantsPerRoom: limits.maxParticipantsPerRoom,
-                                                         maxVoices: limits.maxVoices),
+                                                         maxVoices: limits.maxVoices,
+                                                         decodeWorkers: limits.decodeWorkers ?? VideoDecodePool.defaultSize),
                                            video: video, faults: faults, events: events, log: log), on: media.loop)
     }
 

@@ -10,8 +10,10 @@ import Wire
 
 /// The shell around one `Room` engine on the media loop: it feeds the room what the
 /// participants' transports deliver and the time, and carries out what the room asks: packets
-/// to the media port (protected per peer there), pictures to the encoder threads, events to the
-/// event streams, ticks to the recordings; then it arms one timer at the room's next timeout.
+/// to the media port (protected per peer there), pictures to the encoder threads, cameras' and
+/// screens' frames to the host's decode workers (their pictures come back into the room on the
+/// loop), events to the event streams, ticks to the recordings; then it arms one timer at the
+/// room's next timeout.
 final class HostedRoom {
     let room: Room
     private let loop: EventLoop
@@ -28,6 +30,11 @@ final class HostedRoom {
     private var encoders: [CompositeEncoding.Kind: (generation: Int, worker: VideoEncodeWorker)] = [:]
     /// Frames the encoders encoded before they stopped, by kind (for metrics).
     private var retiredFramesEncoded: [CompositeEncoding.Kind: Int] = [:]
+    /// The host's decode workers, and the room's streams they decode now.
+    private let decoders: VideoDecodePool
+    private var decodeStreams: Set<VideoDecodeStream> = []
+    /// Where the workers put the room's decode results (it holds the room weakly).
+    private let inbox = DecodeInbox(nil)
     /// Recordings in progress, by id.
     private var recordings: [String: (file: String, recorder: TrackRecorder)] = [:]
     /// Every recording's start and end, kept after the room closes.
@@ -43,8 +50,9 @@ final class HostedRoom {
     private var viewers: [String: String] = [:]
 
     init(name: String, configuration: RoomConfiguration, port: MediaPort, events: RoomEventHub, recordingLog: RecordingLog,
-         log: HostLog, onClose: @escaping (HostedRoom) -> Void) {
+         decoders: VideoDecodePool, log: HostLog, onClose: @escaping (HostedRoom) -> Void) {
         self.recordingLog = recordingLog
+        self.decoders = decoders
         self.log = log
         let labels: TextLabelRenderer?
         do { labels = try TextLabelRenderer() } catch {
@@ -60,15 +68,19 @@ final class HostedRoom {
         timer = DeadlineTimer(loop: port.loop)
         timer.action = { [weak self] now in
             guard let self else { return }
+            self.applyDecoded(now: now)
             self.room.handleTimeout(now: now)
             self.carryOut()
         }
+        inbox.room = self
         log.info("roomOpened", room: name)
     }
 
-    /// The encoder threads must not outlive the room, even when the host stops with rooms open.
+    /// The encoder threads must not outlive the room, even when the host stops with rooms open,
+    /// nor its decoders.
     deinit {
         for (_, encoder) in encoders { encoder.worker.stop() }
+        for stream in decodeStreams { decoders.stop(stream) }
     }
 
     var name: String { room.name }
@@ -213,6 +225,7 @@ final class HostedRoom {
     /// A participant's transport said something.
     fileprivate func transport(_ id: String, didEmit event: PeerTransport.Event) {
         let now = loop.clock.now()
+        applyDecoded(now: now)
         switch event {
         case .iceConnected(let address):
             log.debug("iceConnected", room: name, participant: room.participant(id: id)?.identity, ["id": id, "address": address.description])
@@ -242,6 +255,11 @@ final class HostedRoom {
                 encoder(for: request).submit(.init(picture: request.picture, keyFrame: request.keyFrame))
             case .stopEncoder(let kind):
                 stopEncoder(kind)
+            case .decode(let request):
+                decodeStreams.insert(request.stream)
+                decoders.decode(request, into: inbox)
+            case .stopDecoder(let stream):
+                if decodeStreams.remove(stream) != nil { decoders.stop(stream) }
             case .event(let event):
                 events.publish(event)
             case .recordingTick(let deadline):
@@ -263,6 +281,22 @@ final class HostedRoom {
         for failure in room.takeStartFailures() { StartFailures.shared.record(failure.component, failure.error, log: log, room: name) }
         if let next = room.nextTimeout { timer.arm(at: next) } else { timer.cancel() }
         if room.isEmpty, peers.isEmpty, !closed { close() }
+    }
+
+    /// The decode workers' results waiting in the inbox go into the room, each stream's in
+    /// order: before every input (so that a frame whose picture is in does not count as out to
+    /// its worker), and when a worker wakes the loop (`takeDecoded`).
+    private func applyDecoded(now: Instant) {
+        guard inbox.hasResults else { return }
+        for (stream, result) in inbox.take() { room.pictureDecoded(result, of: stream, now: now) }
+    }
+
+    /// A worker put results into an empty inbox: the room takes them, and what they asked for
+    /// (PLIs) is carried out.
+    func takeDecoded() {
+        guard inbox.hasResults else { return }
+        applyDecoded(now: loop.clock.now())
+        carryOut()
     }
 
     // MARK: Encoders

@@ -12,7 +12,8 @@ extension HostAPI {
             guard let port = media.port else { return .failure(HTTPResponseError(503, "host stopping", "the host is shutting down")) }
             return .success(MetricsSnapshot(rooms: Array(rooms.value.rooms.values), expiredJoins: rooms.value.expiredJoins,
                                             echoSessions: echoes.value.count, port: port, loopBusy: rooms.value.loopBusy,
-                                            audioEncoderComplexity: rooms.value.audioEncoderLoad.complexity))
+                                            audioEncoderComplexity: rooms.value.audioEncoderLoad.complexity,
+                                            decoders: rooms.value.decoders))
         }
         .response { snapshot in
             // The process's own figures are read here, on the HTTP thread: reading /proc has no
@@ -42,10 +43,12 @@ struct PrometheusMetric: Sendable {
 struct MetricsSnapshot: Sendable {
     let metrics: [PrometheusMetric]
 
-    init(rooms hosted: [HostedRoom], expiredJoins: Int, echoSessions: Int, port: MediaPort, loopBusy: Double, audioEncoderComplexity: Int) {
+    init(rooms hosted: [HostedRoom], expiredJoins: Int, echoSessions: Int, port: MediaPort, loopBusy: Double, audioEncoderComplexity: Int,
+         decoders: VideoDecodePool?) {
         let counters = port.counters, drops = port.drops
         let everyone = hosted.flatMap(\.participants).map(\.inbound)
         let cameras = everyone.compactMap(\.cameraStatistics)
+        let videos = cameras + everyone.compactMap(\.screenStatistics)
         let encoding = hosted.compactMap(\.encodeStatistics)
         let failures = StartFailures.shared.snapshot
         metrics = [
@@ -56,8 +59,10 @@ struct MetricsSnapshot: Sendable {
             PrometheusMetric("tessera_camera_bitrate_cap_bits", .gauge, "The bitrate caps (REMB) last sent the open rooms' cameras, summed (bit/s): each camera's is what its largest tile needs (the speaker's 1.5x, a subscribed camera's 2.5 Mbit/s).", [("", "\(everyone.reduce(0) { $0 + ($1.cameraBitrateCapSent ?? 0) })")]),
             PrometheusMetric("tessera_audio_silent_packets_skipped", .gauge, "Audio packets of the open rooms' participants played as silence without decoding (their RFC 6464 level said silence).", [("", "\(everyone.reduce(0) { $0 + $1.silentAudioPacketsSkipped })")]),
             PrometheusMetric("tessera_audio_unheard_packets_skipped", .gauge, "Audio packets of the open rooms' participants played as silence without decoding because their RFC 6464 level was too low for a place in the mixes (Top K).", [("", "\(everyone.reduce(0) { $0 + $1.unheardAudioPacketsSkipped })")]),
-            PrometheusMetric("tessera_camera_frames", .gauge, "Camera frames of the open rooms' participants: decoded, or dropped (lost, refused by the decoder, or waiting for a key frame).", [("result=\"decoded\"", "\(cameras.reduce(0) { $0 + $1.framesDecoded })"), ("result=\"dropped\"", "\(cameras.reduce(0) { $0 + $1.framesLost + $1.framesDroppedWaitingForKeyFrame + $1.decodeErrors })")]),
-            PrometheusMetric("tessera_video_decode_seconds", .gauge, "Time spent decoding the open rooms' cameras.", [("", "\(everyone.reduce(0.0) { $0 + $1.decodeTime.seconds })")]),
+            PrometheusMetric("tessera_camera_frames", .gauge, "Camera frames of the open rooms' participants: decoded, or dropped (lost, refused by the decoder, or waiting for a key frame).", [("result=\"decoded\"", "\(cameras.reduce(0) { $0 + $1.framesDecoded })"), ("result=\"dropped\"", "\(cameras.reduce(0) { $0 + $1.framesLost + $1.framesDroppedWaitingForKeyFrame + $1.decodeErrors + $1.framesDroppedDecodeQueueFull })")]),
+            PrometheusMetric("tessera_video_decode_seconds", .gauge, "Time the decode workers spent decoding the open rooms' cameras and screens.", [("", "\(everyone.reduce(0.0) { $0 + $1.decodeTime.seconds })")]),
+            PrometheusMetric("tessera_video_decode_frames_dropped", .gauge, "Camera and screen frames of the open rooms' participants dropped because their decode queue was full (the decode workers were behind): each drops its stream to the next key frame, which is asked for.", [("", "\(videos.reduce(0) { $0 + $1.framesDroppedDecodeQueueFull })")]),
+            PrometheusMetric("tessera_video_decode_workers", .gauge, "Decode worker threads running (each runs while a camera or screen is assigned to it; at most limits.decodeWorkers).", [("", "\(decoders?.running ?? 0)")]),
             PrometheusMetric("tessera_video_frames_composed", .gauge, "Composite pictures drawn in the open rooms.", [("", "\(hosted.reduce(0) { $0 + $1.room.framesComposed })")]),
             PrometheusMetric("tessera_video_compose_seconds", .gauge, "Time spent drawing them (per frame: divide by frames composed).", [("", "\(hosted.reduce(0.0) { $0 + $1.room.composeTime.seconds })")]),
             PrometheusMetric("tessera_tick_late", .gauge, "Media ticks that came over their lateness bound and restarted their schedule.", [("media=\"audio\"", "\(hosted.reduce(0) { $0 + $1.room.audioScheduleResets })"), ("media=\"video\"", "\(hosted.reduce(0) { $0 + $1.room.videoScheduleResets })")]),
@@ -100,7 +105,7 @@ struct MetricsSnapshot: Sendable {
             ("process_open_fds", "Open file descriptors of the host process (sockets included).", ProcessResources.openFileDescriptors()),
             ("process_max_fds", "The host process's limit on open file descriptors (RLIMIT_NOFILE, systemd's LimitNOFILE).",
              ProcessResources.maxFileDescriptors()),
-            ("process_threads", "Threads of the host process (one per HTTP connection, one per running encoder, the media loop).",
+            ("process_threads", "Threads of the host process (one per HTTP connection, one per running encoder, one per running decode worker, the media loop).",
              ProcessResources.threads()),
         ]
         for (name, help, value) in readings {

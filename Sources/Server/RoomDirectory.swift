@@ -9,6 +9,8 @@ final class RoomDirectory {
         var maxRooms: Int
         var maxParticipantsPerRoom: Int
         var maxVoices = 3
+        /// Decode worker threads (`VideoDecodePool`).
+        var decodeWorkers = VideoDecodePool.defaultSize
     }
     enum JoinRefusal {
         case identityPresent, roomFull, hostFull
@@ -28,6 +30,9 @@ final class RoomDirectory {
     private(set) var loopBusy = 0.0
     private var loadTimer: DeadlineTimer?
     private var lastLoadSample: (busy: Duration, at: Instant)?
+    /// The decode workers every room shares; made with the first room.
+    private var decodePool: VideoDecodePool?
+    var decoders: VideoDecodePool? { decodePool }
 
     init(limits: Limits, video: HostConfig.Video = HostConfig.Video(), faults: Set<HostConfig.Testing.Fault> = [], events: RoomEventHub,
          log: HostLog) {
@@ -65,8 +70,10 @@ final class RoomDirectory {
     /// The room `name`, opened when it is not.
     func open(_ name: String, port: MediaPort) -> HostedRoom {
         if let hosted = rooms[name] { return hosted }
+        let decoders = decodePool ?? VideoDecodePool(size: limits.decodeWorkers, loop: port.loop)
+        decodePool = decoders
         let hosted = HostedRoom(name: name, configuration: configuration, port: port, events: events, recordingLog: recordings,
-                                log: log) { [weak self] closed in
+                                decoders: decoders, log: log) { [weak self] closed in
             self?.closedRoomsExpiredJoins += closed.expiredJoins
             if self?.rooms[closed.name] === closed { self?.rooms[closed.name] = nil }
         }

@@ -32,6 +32,8 @@ final class MemoryPeer {
     var down: NetEm<WirePacket>
     /// Sends nothing while false (its tone and camera are off).
     var sends = true
+    /// PLIs the host sent it (each makes its camera's next frame a key frame).
+    private(set) var pictureLossIndications = 0
 
     private let audioSSRC: UInt32
     private let videoSSRC: UInt32
@@ -306,7 +308,10 @@ final class MemoryPeer {
                 for case .goodbye(let goodbye) in packets { goodbyes.formUnion(goodbye.sources) }
                 for case .receiverEstimatedMaximumBitrate(let remb) in packets { capsReceived.append((remb, now)) }
                 for retransmission in videoStream.receivedRTCP(packets, now: now) { up.send(.rtp(retransmission), now: now) }
-                if packets.contains(where: { if case .pictureLossIndication = $0 { true } else { false } }) { camera.requestKeyFrame() }
+                if packets.contains(where: { if case .pictureLossIndication = $0 { true } else { false } }) {
+                    pictureLossIndications += 1
+                    camera.requestKeyFrame()
+                }
             case .rtp(let bytes):
                 let packet = try RTPPacket.parse(bytes)
                 if packet.ssrc == hostAudioSSRC || packet.ssrc == hostVideoSSRC { arrivals.append((packet.ssrc, packet.timestamp, now)) }
@@ -366,8 +371,10 @@ enum HarnessError: Error {
 }
 
 /// A `Room` driven in memory on a manual clock: `MemoryPeer`s send and receive through their
-/// `NetEm`s, the room's encode requests are encoded at once with real VP8 encoders, and every
-/// output is carried out as the host's shell would. No socket, no thread, no sleep.
+/// `NetEm`s, the room's encode requests are encoded at once with real VP8 encoders, its decode
+/// jobs decoded at once with a decoder per stream (as the host's decode workers would, with no
+/// wait) unless `holdsDecodes`, and every output is carried out as the host's shell would. No
+/// socket, no thread, no sleep.
 final class RoomHarness {
     private(set) var now = Instant.milliseconds(10_000)
     let room: Room
@@ -378,6 +385,15 @@ final class RoomHarness {
     /// Viewers the room closed (`RoomOutput.closed`: their track ended).
     private(set) var closed: [String] = []
     private var encoders: [CompositeEncoding.Kind: (generation: Int, encoder: VP8Encoder, scaledTo: VideoSize?)] = [:]
+    /// The decoders the host's workers would hold, by stream.
+    private var decoders: [VideoDecodeStream: VideoDecodeSession] = [:]
+    /// While set, decode jobs wait in `heldDecodes` (a decode worker that has fallen behind)
+    /// until `releaseDecodes()`.
+    var holdsDecodes = false
+    private(set) var heldDecodes: [VideoDecodeRequest] = []
+    /// Decode jobs the room asked for (stream, job, and whether it was held), and streams it stopped.
+    private(set) var decodeJobs: [(stream: VideoDecodeStream, job: VideoDecodeJob, held: Bool)] = []
+    private(set) var stoppedDecoders: [VideoDecodeStream] = []
     private let impairment: NetEm<WirePacket>.Impairment
     private let seed: UInt64
     private var nextAudio: Instant
@@ -508,6 +524,12 @@ final class RoomHarness {
                 room.encoded(try encoder.encoder.encode(picture), kind: request.kind, generation: request.generation, now: now)
             case .stopEncoder(let kind):
                 encoders[kind] = nil
+            case .decode(let request):
+                decodeJobs.append((request.stream, request.job, holdsDecodes))
+                if holdsDecodes { heldDecodes.append(request) } else { try decode(request) }
+            case .stopDecoder(let stream):
+                decoders[stream] = nil
+                stoppedDecoders.append(stream)
             case .event(let event):
                 events.append(event)
             case .recordingTick:
@@ -522,6 +544,21 @@ final class RoomHarness {
     }
 
     private func peer(_ id: String) -> MemoryPeer? { peers.first { $0.id == id } }
+
+    /// Decodes one job with its stream's decoder and hands the result back to the room.
+    private func decode(_ request: VideoDecodeRequest) throws {
+        let session = try decoders[request.stream] ?? VideoDecodeSession(maximumPixels: request.maximumPixels)
+        decoders[request.stream] = session
+        room.pictureDecoded(session.decode(request.job), of: request.stream, now: now)
+    }
+
+    /// Decodes the jobs held while `holdsDecodes` was set, in order, at the harness's time.
+    func releaseDecodes() throws {
+        let held = heldDecodes
+        heldDecodes.removeAll()
+        for request in held { try decode(request) }
+        try carryOut()
+    }
 
     /// Encoders the room has running now.
     var encodersRunning: Int { encoders.count }

@@ -231,6 +231,44 @@ import WireTesting
         #expect(camera.map(\.type) == [.trackMuted, .trackUnmuted] && camera.map(\.reason) == ["sender muted", "sender unmuted"])
     }
 
+    /// The host's decode workers fall behind for a second (the harness holds every decode job):
+    /// each camera has four frames out to its decoder, the bound, and the next is dropped with
+    /// every frame after it until a key frame, which the host asks its sender for (PLI). Nothing
+    /// the decoder cannot decode is handed to it, so no broken picture is shown; once the workers
+    /// catch up, each guest's colour is back in its slot.
+    @Test func aDecoderThatFallsBehindDropsToTheNextKeyFrameAndAsksForOne() throws {
+        let (harness, a, b, c) = try threeInARoom()
+        try harness.run(for: .seconds(1))
+        let requestsBefore = [a, b, c].map(\.pictureLossIndications)
+        harness.holdsDecodes = true
+        try harness.run(for: .seconds(1))
+        let held = Dictionary(grouping: harness.heldDecodes, by: \.stream)
+        #expect(held.count == 3 && held.values.allSatisfy { $0.count == ParticipantInbound.decodeQueueDepth }, "\(held.mapValues(\.count))")
+        for participant in harness.room.participants {
+            #expect((participant.inbound.cameraStatistics?.framesDroppedDecodeQueueFull ?? 0) >= 1, "\(participant.identity)'s camera")
+        }
+        for (peer, before) in zip([a, b, c], requestsBefore) {
+            #expect(peer.pictureLossIndications > before, "the host asked \(peer.identity) for a key frame")
+        }
+        harness.holdsDecodes = false
+        try harness.releaseDecodes()
+        try harness.run(for: .seconds(2))
+        for peer in [a, b, c] { expectSees(peer, Self.grid3(Self.red, Self.green, Self.blue)) }
+        for (stream, jobs) in Dictionary(grouping: harness.decodeJobs, by: \.stream) {
+            // Each frame handed to the decoder once, in order; after the held ones, a key frame first.
+            #expect(jobs.map(\.job.sequence) == Array(1...jobs.count), "\(stream)")
+            guard let lastHeld = jobs.lastIndex(where: \.held), lastHeld + 1 < jobs.count else {
+                Issue.record("\(stream): no frame decoded after the held ones")
+                continue
+            }
+            #expect(jobs[lastHeld + 1].job.frame.isKeyFrame, "\(stream): the first frame after the drop is a key frame")
+        }
+        for participant in harness.room.participants {
+            let camera = participant.inbound.cameraStatistics
+            #expect(camera?.decodeErrors == 0, "\(participant.identity): \(String(describing: camera))")
+        }
+    }
+
     /// Renegotiation as a browser does it: b stops its camera's m-line (port 0), so its camera
     /// ends, its tile shows the placeholder, and it is sent no composite, while its voice and mix
     /// go on; then it adds a camera m-line back (a new mid), and its colour and composite return.

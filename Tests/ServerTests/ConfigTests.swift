@@ -70,6 +70,7 @@ import Wire
         (#"{"auth": {"secret": ""}}"#, "`auth.secret`: is empty"),
         (#"{"recordings": {"folder": ""}}"#, "`recordings.folder`"),
         (#"{"video": {"fps": 120}}"#, "`video.fps`: must be 1…60, not 120"),
+        (#"{"limits": {"decodeWorkers": 0}}"#, "`limits.decodeWorkers`: must be 1…64, not 0"),
         (#"{"testing": {"faults": ["ownVoice"]}}"#, "unknown fault \"ownVoice\""),
         (#"{"log": {"format": "xml"}}"#, #"`log.format`: must be "text" or "json", not "xml""#),
         (#"{"log": {"format": "JSON"}}"#, "`log.format`"),
@@ -84,6 +85,13 @@ import Wire
         } throws: { error in
             "\(error)".contains(message)
         }
+    }
+
+    /// Decode workers: one per core but the media loop's unless the file says how many.
+    @Test func decodeWorkersAreCoresLessOneUnlessTheFileSays() throws {
+        #expect(try load("{}").limits.decodeWorkers == nil)
+        #expect(VideoDecodePool.defaultSize == max(1, ProcessInfo.processInfo.activeProcessorCount - 1))
+        #expect(try load(#"{"limits": {"decodeWorkers": 3}}"#).limits.decodeWorkers == 3)
     }
 
     @Test func theLogIsTextAtInfoUnlessTheFileSaysOtherwise() throws {
