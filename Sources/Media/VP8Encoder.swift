@@ -223,6 +223,17 @@ public final class VP8Encoder {
         configuration.bitrate = bitrate
     }
 
+    /// Changes libvpx's speed (cpu-used, -16...16) from the next frame on.
+    public func setCPUUsed(_ cpuUsed: Int) throws(VP8CodecError) {
+        guard (-16...16).contains(cpuUsed) else { throw .invalidConfiguration("cpu-used \(cpuUsed) is outside -16...16") }
+        guard cpuUsed != configuration.cpuUsed else { return }
+        if isOpen {
+            let status = tessera_vpx_control_int(context, Int32(VP8E_SET_CPUUSED.rawValue), Int32(cpuUsed))
+            guard status == VPX_CODEC_OK else { throw .reconfigurationFailed(vpxErrorText(context, status)) }
+        }
+        configuration.cpuUsed = cpuUsed
+    }
+
     /// Encodes one picture. Usually one frame comes out; none if libvpx holds it back.
     /// A picture of another size restarts the encoder at that size (the output is a key frame);
     /// if that restart failed, the next picture tries again.

@@ -26,8 +26,9 @@ final class HostedRoom {
     private let timer: DeadlineTimer
     /// One encoder thread per composite encoding, with the generation it serves.
     private var encoders: [CompositeEncoding.Kind: (generation: Int, worker: VideoEncodeWorker)] = [:]
-    /// Frames the encoders encoded before they stopped, by kind (for metrics).
-    private var retiredFramesEncoded: [CompositeEncoding.Kind: Int] = [:]
+    /// What the encoders did before they stopped, by kind (for metrics: an encoder stops while
+    /// nobody receives the composite, and the next starts anew).
+    private var retired: [CompositeEncoding.Kind: VideoEncodeWorker.Statistics] = [:]
     /// Recordings in progress, by id.
     private var recordings: [String: (file: String, recorder: TrackRecorder)] = [:]
     /// Every recording's start and end, kept after the room closes.
@@ -43,7 +44,7 @@ final class HostedRoom {
     private var viewers: [String: String] = [:]
 
     init(name: String, configuration: RoomConfiguration, port: MediaPort, events: RoomEventHub, recordingLog: RecordingLog,
-         log: HostLog, onClose: @escaping (HostedRoom) -> Void) {
+         log: HostLog, hostLoad: HostLoadMeter = HostLoadMeter(), onClose: @escaping (HostedRoom) -> Void) {
         self.recordingLog = recordingLog
         self.log = log
         let labels: TextLabelRenderer?
@@ -60,6 +61,7 @@ final class HostedRoom {
         timer = DeadlineTimer(loop: port.loop)
         timer.action = { [weak self] now in
             guard let self else { return }
+            self.room.setHostLoad(hostLoad.sample(now: now))
             self.room.handleTimeout(now: now)
             self.carryOut()
         }
@@ -239,7 +241,7 @@ final class HostedRoom {
             case .sendRTCP(let id, let bytes):
                 if let peer = peers[id] { sent = port.sendRTCP(bytes, to: peer) || sent }
             case .encode(let request):
-                encoder(for: request).submit(.init(picture: request.picture, keyFrame: request.keyFrame))
+                encoder(for: request).submit(.init(picture: request.picture, keyFrame: request.keyFrame, cpuUsed: request.configuration.cpuUsed))
             case .stopEncoder(let kind):
                 stopEncoder(kind)
             case .event(let event):
@@ -277,10 +279,10 @@ final class HostedRoom {
         let target = WeakHostedRoom(self)
         let loop = self.loop
         let worker = VideoEncodeWorker(name: "tessera-video-\(kind.rawValue)", configuration: request.configuration,
-                                       scaledTo: request.scaledTo, log: log, room: name) { frames, _ in
+                                       scaledTo: request.scaledTo, log: log, room: name) { delivery, _ in
             loop.execute {
                 guard let hosted = target.room else { return }
-                hosted.room.encoded(frames, kind: kind, generation: generation, now: loop.clock.now())
+                hosted.room.encoded(delivery.frames, kind: kind, generation: generation, encodeTime: delivery.encodeTime, now: loop.clock.now())
                 hosted.carryOut()
             }
         }
@@ -290,16 +292,23 @@ final class HostedRoom {
 
     private func stopEncoder(_ kind: CompositeEncoding.Kind) {
         guard let running = encoders.removeValue(forKey: kind) else { return }
-        retiredFramesEncoded[kind, default: 0] += running.worker.statistics.framesEncoded
         running.worker.stop()
+        retired[kind] = (retired[kind] ?? .init()).adding(running.worker.statistics)
     }
 
-    /// The main encoder's counters; nil before it encoded a picture.
-    var encodeStatistics: VideoEncodeWorker.Statistics? { encoders[.main]?.worker.statistics }
+    /// The main encoders' counters in this room (those stopped and the one running); nil before
+    /// one was started.
+    var encodeStatistics: VideoEncodeWorker.Statistics? {
+        let running = encoders[.main]?.worker.statistics
+        guard let past = retired[.main] else { return running }
+        return running.map { past.adding($0) } ?? past
+    }
     /// Frames the encoding of `kind` encoded in this room.
     func framesEncoded(_ kind: CompositeEncoding.Kind) -> Int {
-        (retiredFramesEncoded[kind] ?? 0) + (encoders[kind]?.worker.statistics.framesEncoded ?? 0)
+        (retired[kind]?.framesEncoded ?? 0) + (encoders[kind]?.worker.statistics.framesEncoded ?? 0)
     }
+    /// Whether an encoder thread of `kind` runs now.
+    func encoderRunning(_ kind: CompositeEncoding.Kind) -> Bool { encoders[kind] != nil }
 
     // MARK: Recordings
 

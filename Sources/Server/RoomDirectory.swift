@@ -20,6 +20,8 @@ final class RoomDirectory {
     let log: HostLog
     /// Every recording made, kept after its room closes.
     let recordings = RecordingLog()
+    /// The host's load, which every room's encoder speed reads.
+    let hostLoad = HostLoadMeter()
 
     init(limits: Limits, video: HostConfig.Video = HostConfig.Video(), faults: Set<HostConfig.Testing.Fault> = [], events: RoomEventHub,
          log: HostLog) {
@@ -58,7 +60,7 @@ final class RoomDirectory {
     func open(_ name: String, port: MediaPort) -> HostedRoom {
         if let hosted = rooms[name] { return hosted }
         let hosted = HostedRoom(name: name, configuration: configuration, port: port, events: events, recordingLog: recordings,
-                                log: log) { [weak self] closed in
+                                log: log, hostLoad: hostLoad) { [weak self] closed in
             self?.closedRoomsExpiredJoins += closed.expiredJoins
             if self?.rooms[closed.name] === closed { self?.rooms[closed.name] = nil }
         }

@@ -74,7 +74,7 @@ final class MemoryPeer {
     static let cameraSize = VideoSize(width: 160, height: 96)
 
     init(identity: String, tone: Double, colour: YUVColor, index: Int, impairment: NetEm<WirePacket>.Impairment, seed: UInt64,
-         receiveOnly: Bool = false, now: Instant) throws {
+         receiveOnly: Bool = false, sendOnly: Bool = false, now: Instant) throws {
         self.identity = identity
         self.tone = tone
         self.colour = colour
@@ -83,8 +83,9 @@ final class MemoryPeer {
         let rtxSSRC = audioSSRC + 2
         self.index = index
         offer = ClientOffer(ice: ICECredentials.random(), fingerprint: CertificateFingerprint(algorithm: "sha-256", digest: Array(repeating: 7, count: 32)),
-                            cname: identity, sections: [.opus(mid: "0", ssrc: audioSSRC, direction: receiveOnly ? .recvonly : .sendrecv),
-                                                        .vp8(mid: "1", ssrc: videoSSRC, rtxSSRC: rtxSSRC, direction: receiveOnly ? .recvonly : .sendrecv)])
+                            cname: identity, sections: [.opus(mid: "0", ssrc: audioSSRC, direction: receiveOnly ? .recvonly : sendOnly ? .sendonly : .sendrecv),
+                                                        .vp8(mid: "1", ssrc: videoSSRC, rtxSSRC: rtxSSRC,
+                                                             direction: receiveOnly ? .recvonly : sendOnly ? .sendonly : .sendrecv)])
         sends = !receiveOnly
         negotiated = try negotiate(offer: offer.description, host: Self.host(index: index, mids: ["0", "1"]))
         hostAudioSSRC = negotiated.media.first { $0.kind == .audio }?.hostSender.map { SSRC(rawValue: $0.ssrc) }
@@ -373,6 +374,12 @@ final class RoomHarness {
     /// Viewers the room closed (`RoomOutput.closed`: their track ended).
     private(set) var closed: [String] = []
     private var encoders: [CompositeEncoding.Kind: (generation: Int, encoder: VP8Encoder, scaledTo: VideoSize?)] = [:]
+    /// Pictures the room asked to have encoded (`RoomOutput.encode`), and the libvpx speed of the last.
+    private(set) var encodeRequests = 0
+    private(set) var lastCPUUsed: Int?
+    /// When set, the time each encode is said to take (`Room.encoded`'s `encodeTime`), in place
+    /// of none: a slow encoder's, on the manual clock.
+    var encodeTime: Duration?
     private let impairment: NetEm<WirePacket>.Impairment
     private let seed: UInt64
     private var nextAudio: Instant
@@ -399,9 +406,9 @@ final class RoomHarness {
 
     /// A participant joins; its transport is up at once (the handshake is not what this tests).
     @discardableResult
-    func join(_ identity: String, tone: Double, colour: YUVColor) throws -> MemoryPeer {
+    func join(_ identity: String, tone: Double, colour: YUVColor, sendOnly: Bool = false) throws -> MemoryPeer {
         let peer = try MemoryPeer(identity: identity, tone: tone, colour: colour, index: peers.count, impairment: impairment,
-                                  seed: seed &+ UInt64(peers.count) &* 97, now: now)
+                                  seed: seed &+ UInt64(peers.count) &* 97, sendOnly: sendOnly, now: now)
         peer.id = "p-\(identity)"
         room.join(id: peer.id, identity: identity, name: nil, negotiated: peer.negotiated, seed: seed &+ UInt64(peers.count), now: now)
         room.connected(peer.id)
@@ -498,9 +505,13 @@ final class RoomHarness {
                     encoders[request.kind] = (request.generation, try VP8Encoder(request.configuration), request.scaledTo)
                 }
                 guard let encoder = encoders[request.kind] else { continue }
+                encodeRequests += 1
+                lastCPUUsed = request.configuration.cpuUsed
+                try encoder.encoder.setCPUUsed(request.configuration.cpuUsed)
                 if request.keyFrame { encoder.encoder.requestKeyFrame() }
                 let picture = encoder.scaledTo.map { request.picture.scaled(width: $0.width, height: $0.height) } ?? request.picture
-                room.encoded(try encoder.encoder.encode(picture), kind: request.kind, generation: request.generation, now: now)
+                room.encoded(try encoder.encoder.encode(picture), kind: request.kind, generation: request.generation,
+                             encodeTime: encodeTime ?? .zero, now: now)
             case .stopEncoder(let kind):
                 encoders[kind] = nil
             case .event(let event):
