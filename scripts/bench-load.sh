@@ -84,8 +84,11 @@ rooms_run() {
         reports+=("$WORK/$name-room-$i.json")
         sleep 0.3
     done
-    local failed=0
+    # The host's /metrics near the end, while every room is open (encoder speeds, encode time).
+    (sleep 20 && curl -s --max-time 5 "$BASE/metrics" >"$WORK/$name.metrics" 2>/dev/null) &
+    local metrics=$! failed=0
     for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
+    wait "$metrics" || true
     stop_host
     set +e
     python3 - "$n" "$failed" "$WORK/$name.summary.json" "${reports[@]}" <<'PY'

@@ -1,8 +1,11 @@
 import Wire
 
-/// How fast a room's composite encoders run (libvpx's cpu-used), chosen so that the room keeps
-/// its frame rate on a host shared with other rooms. The canvas and the frame rate are the
-/// config's or the template's (docs/api.md): what gives way under load is the encoder's effort.
+/// How much work a room's composite encoders do per picture, chosen so that the room keeps its
+/// frame rate on a host shared with other rooms. The canvas and the frame rate are the config's
+/// or the template's (docs/api.md): what gives way under load is the encoder's effort, in steps
+/// of the VP8 version (profile) it codes, which decides its loop filter and prediction filters
+/// (RFC 6386 §9.1; every VP8 decoder takes all four), the one setting measured to make the
+/// composite cheaper (`tessera bench vp8-composite-speed`: libvpx's cpu-used beyond -6 is not).
 /// Sans-IO: encode times, the media loop's lateness and the host's load come in with the time.
 ///
 /// The rule (docs/config.md, "Many rooms"), evaluated once a second:
@@ -16,9 +19,25 @@ import Wire
 ///   encode share under `slowerShare`, ticks on time and a host load under `slowerHostLoad`;
 /// - a room starts at the step its canvas's pixel rate calls for (`startingStep`).
 public struct CompositeEncoderSpeed: Sendable, Equatable {
-    /// The speeds, slowest (best pictures for the bits) first. -6 is the measured best for its
-    /// cost (`VP8Encoder.Configuration.cpuUsed`); each step after it costs less.
-    public static let steps = [-6, -8, -10, -12, -14, -16]
+    /// One step: the VP8 profile and libvpx's cpu-used.
+    public struct Setting: Sendable, Equatable {
+        public let profile: Int
+        public let cpuUsed: Int
+
+        public init(profile: Int, cpuUsed: Int) {
+            self.profile = profile
+            self.cpuUsed = cpuUsed
+        }
+    }
+
+    /// The steps, the best pictures for their bits first, each cheaper than the one before
+    /// (a 1280x720 composite like a load room's, `tessera bench vp8-composite-speed`): profile 0
+    /// (six-tap prediction, the normal loop filter) about 3.5 ms a picture, profile 1 (bilinear,
+    /// the simple loop filter) about 2.4 ms, profile 3 (full-pixel chroma, no loop filter) about
+    /// 1.7 ms, and cheaper to decode for every receiver too. cpu-used stays at -6, the measured
+    /// best (`VP8Encoder.Configuration.cpuUsed`). A change of profile restarts the encoder, so its
+    /// next frame is a key frame.
+    public static let steps = [Setting(profile: 0, cpuUsed: -6), Setting(profile: 1, cpuUsed: -6), Setting(profile: 3, cpuUsed: -6)]
     public static let fasterShare = 0.5
     public static let slowerShare = 0.25
     /// Of a frame interval.
@@ -30,7 +49,7 @@ public struct CompositeEncoderSpeed: Sendable, Equatable {
     public static let window: Duration = .seconds(1)
     public static let calmPeriod: Duration = .seconds(10)
     /// A canvas over this many pixels a second (1280×720 at 30 fps) starts one step faster, and
-    /// one over four times that (1920×1080 at 60 fps) two.
+    /// one over four times that (above 1920×1080 at 60 fps) two.
     public static let startingPixelRate = 1280 * 720 * 30
 
     /// The step in `steps` in use now.
@@ -49,8 +68,10 @@ public struct CompositeEncoderSpeed: Sendable, Equatable {
     private var hostLoad: Double?
     private var calmSince: Instant?
 
-    /// The libvpx cpu-used of `step`.
-    public var cpuUsed: Int { Self.steps[step] }
+    /// The setting of `step`.
+    public var setting: Setting { Self.steps[step] }
+    public var cpuUsed: Int { setting.cpuUsed }
+    public var profile: Int { setting.profile }
 
     /// Starts at the step a canvas of `width` × `height` at `fps` calls for.
     public init(width: Int, height: Int, fps: Int) {

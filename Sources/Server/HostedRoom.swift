@@ -241,7 +241,8 @@ final class HostedRoom {
             case .sendRTCP(let id, let bytes):
                 if let peer = peers[id] { sent = port.sendRTCP(bytes, to: peer) || sent }
             case .encode(let request):
-                encoder(for: request).submit(.init(picture: request.picture, keyFrame: request.keyFrame, cpuUsed: request.configuration.cpuUsed))
+                encoder(for: request).submit(.init(picture: request.picture, keyFrame: request.keyFrame, cpuUsed: request.configuration.cpuUsed,
+                                                           profile: request.configuration.profile))
             case .stopEncoder(let kind):
                 stopEncoder(kind)
             case .event(let event):

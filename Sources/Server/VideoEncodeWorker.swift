@@ -14,8 +14,10 @@ final class VideoEncodeWorker: @unchecked Sendable {
     struct Job: Sendable {
         var picture: I420Frame
         var keyFrame: Bool
-        /// libvpx's speed for this picture on (`CompositeEncoderSpeed`); nil keeps the one in use.
+        /// libvpx's speed and the VP8 profile for this picture on (`CompositeEncoderSpeed`); nil
+        /// keeps the one in use. A new profile restarts the encoder (a key frame).
         var cpuUsed: Int? = nil
+        var profile: Int? = nil
     }
 
     /// What one picture gave: its frames, and how long the encode took by the thread's wall
@@ -135,6 +137,10 @@ final class VideoEncodeWorker: @unchecked Sendable {
             if let cpuUsed = job.cpuUsed, cpuUsed != encoder.configuration.cpuUsed {
                 // A speed libvpx refuses leaves the one in use: the pictures still encode.
                 do { try encoder.setCPUUsed(cpuUsed) } catch { condition.withLock { counters.encodeErrors += 1 } }
+            }
+            if let profile = job.profile, profile != encoder.configuration.profile {
+                // A restart that fails leaves the encoder closed: the next picture tries again.
+                do { try encoder.setProfile(profile) } catch { condition.withLock { counters.encodeErrors += 1 } }
             }
             let began = clock.now
             let picture = size.map { job.picture.scaled(width: $0.width, height: $0.height) } ?? job.picture

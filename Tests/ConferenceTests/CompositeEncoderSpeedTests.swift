@@ -28,32 +28,34 @@ import Wire
     }
 
     @Test func theCanvasSetsTheFirstStep() {
-        #expect(CompositeEncoderSpeed(width: 640, height: 360, fps: 30).cpuUsed == -6)
-        #expect(CompositeEncoderSpeed(width: 1280, height: 720, fps: 30).cpuUsed == -6)
-        #expect(CompositeEncoderSpeed(width: 1920, height: 1080, fps: 30).cpuUsed == -8)
-        #expect(CompositeEncoderSpeed(width: 3840, height: 2160, fps: 30).cpuUsed == -10)
+        #expect(CompositeEncoderSpeed(width: 640, height: 360, fps: 30).setting == .init(profile: 0, cpuUsed: -6))
+        #expect(CompositeEncoderSpeed(width: 1280, height: 720, fps: 30).step == 0)
+        #expect(CompositeEncoderSpeed(width: 1920, height: 1080, fps: 30).setting == .init(profile: 1, cpuUsed: -6))
+        #expect(CompositeEncoderSpeed(width: 3840, height: 2160, fps: 30).setting == .init(profile: 3, cpuUsed: -6))
+        #expect(CompositeEncoderSpeed.steps.map(\.profile) == [0, 1, 3])
     }
 
-    /// Encodes taking 20 ms of every 33 ms (a share of 0.6) step faster once a second, to the
-    /// fastest and no further; encodes of 5 ms (0.15) for 10 s step back one at a time.
+    /// Encodes taking 20 ms of every 33 ms (a share of 0.6) step to a cheaper setting once a
+    /// second, to the cheapest and no further; encodes of 5 ms (0.15) for 10 s step back one at a time.
     @Test func slowEncodesStepFasterEachSecondAndCalmOnesBackEveryTenSeconds() {
         var now = Instant.milliseconds(1000)
         var speed = started(&now)
         var seen: [Int] = []
-        for _ in 0..<7 {
+        for _ in 0..<4 {
             _ = second(&speed, at: &now, encode: .milliseconds(20))
-            seen.append(speed.cpuUsed)
+            seen.append(speed.step)
         }
-        #expect(seen == [-8, -10, -12, -14, -16, -16, -16])
+        #expect(seen == [1, 2, 2, 2])
+        #expect(speed.profile == 3)
         #expect((speed.lastShare ?? 0) > 0.55)
         var back: [Int] = []
         for _ in 0..<21 {
             _ = second(&speed, at: &now, encode: .milliseconds(5))
-            back.append(speed.cpuUsed)
+            back.append(speed.step)
         }
-        #expect(back.prefix(9).allSatisfy { $0 == -16 }, "\(back)")
-        #expect(back[9] == -14 && back[19] == -12, "one step back per 10 calm seconds: \(back)")
-        #expect(speed.stepsFaster == 5 && speed.stepsSlower == 2)
+        #expect(back.prefix(9).allSatisfy { $0 == 2 }, "\(back)")
+        #expect(back[9] == 1 && back[19] == 0, "one step back per 10 calm seconds: \(back)")
+        #expect(speed.stepsFaster == 2 && speed.stepsSlower == 2)
     }
 
     /// Between the two thresholds (a share of 0.35) nothing moves, and a calm run broken by one
@@ -62,13 +64,13 @@ import Wire
         var now = Instant.milliseconds(1000)
         var speed = started(&now)
         _ = second(&speed, at: &now, encode: .milliseconds(20))
-        #expect(speed.cpuUsed == -8)
+        #expect(speed.step == 1)
         for _ in 0..<8 { #expect(!second(&speed, at: &now, encode: .milliseconds(5))) }
         #expect(!second(&speed, at: &now, encode: .milliseconds(12)))
         for _ in 0..<9 { #expect(!second(&speed, at: &now, encode: .milliseconds(5))) }
-        #expect(speed.cpuUsed == -8)
+        #expect(speed.step == 1)
         #expect(second(&speed, at: &now, encode: .milliseconds(5)))
-        #expect(speed.cpuUsed == -6)
+        #expect(speed.step == 0)
     }
 
     /// Quick encodes, but ticks 20 ms late (the media loop is behind) or a host using 90 % of
@@ -77,13 +79,13 @@ import Wire
         var now = Instant.milliseconds(1000)
         var late = started(&now)
         #expect(second(&late, at: &now, encode: .milliseconds(3), late: .milliseconds(20)))
-        #expect(late.cpuUsed == -8 && (late.lastLateness ?? 0) > 0.5)
+        #expect(late.step == 1 && (late.lastLateness ?? 0) > 0.5)
         var busy = started(&now)
         #expect(second(&busy, at: &now, encode: .milliseconds(3), hostLoad: 0.9))
-        #expect(busy.cpuUsed == -8)
+        #expect(busy.step == 1)
         // A host at 70 %: neither faster nor, later, slower.
         for _ in 0..<12 { #expect(!second(&busy, at: &now, encode: .milliseconds(3), hostLoad: 0.7)) }
-        #expect(busy.cpuUsed == -8)
+        #expect(busy.step == 1)
     }
 
     /// An encoder that stopped (nobody receives) reports nothing: the room drifts back to its
@@ -92,8 +94,10 @@ import Wire
         var now = Instant.milliseconds(1000)
         var speed = started(&now)
         for _ in 0..<3 { _ = second(&speed, at: &now, encode: .milliseconds(25)) }
-        #expect(speed.cpuUsed == -12)
-        for _ in 0..<30 { _ = second(&speed, at: &now, encode: .zero) }
-        #expect(speed.cpuUsed == -6)
+        #expect(speed.step == 2)
+        for _ in 0..<19 { _ = second(&speed, at: &now, encode: .zero) }
+        #expect(speed.step == 1)
+        _ = second(&speed, at: &now, encode: .zero)
+        #expect(speed.step == 0)
     }
 }

@@ -377,6 +377,7 @@ final class RoomHarness {
     /// Pictures the room asked to have encoded (`RoomOutput.encode`), and the libvpx speed of the last.
     private(set) var encodeRequests = 0
     private(set) var lastCPUUsed: Int?
+    private(set) var lastProfile: Int?
     /// When set, the time each encode is said to take (`Room.encoded`'s `encodeTime`), in place
     /// of none: a slow encoder's, on the manual clock.
     var encodeTime: Duration?
@@ -507,7 +508,9 @@ final class RoomHarness {
                 guard let encoder = encoders[request.kind] else { continue }
                 encodeRequests += 1
                 lastCPUUsed = request.configuration.cpuUsed
+                lastProfile = request.configuration.profile
                 try encoder.encoder.setCPUUsed(request.configuration.cpuUsed)
+                try encoder.encoder.setProfile(request.configuration.profile)
                 if request.keyFrame { encoder.encoder.requestKeyFrame() }
                 let picture = encoder.scaledTo.map { request.picture.scaled(width: $0.width, height: $0.height) } ?? request.picture
                 room.encoded(try encoder.encoder.encode(picture), kind: request.kind, generation: request.generation,
