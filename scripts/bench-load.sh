@@ -18,8 +18,11 @@
 #              `tessera load` process, all at once against one fresh host, N = 1 2 4 6 8 10 12
 #              growing while a run passes (every load run's checks, and every room's composite
 #              received at 90 % of its 30 fps at least), then RUNS runs at the largest N that passed
-#              (ROOMS_SIZES overrides the sizes)
-# Environment: RUNS (3), BENCH_DIR (/tmp/tessera-bench-load).
+#              (ROOMS_SIZES overrides the sizes). Each run first waits (at most QUIET_WAIT s, 300)
+#              for the shared machine to be quiet, and its row ends with what the whole machine
+#              used meanwhile
+# Environment: RUNS (3), BENCH_DIR (/tmp/tessera-bench-load), TESSERA_BIN (another build of
+# tessera, e.g. a copy of an earlier commit's, for host and load generators alike).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 setup_test
@@ -28,7 +31,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/bench-host.sh"
 in_loopback_namespace "$0" "$@"
 
 cd "$TESSERA_ROOT"
-TESSERA=$TESSERA_ROOT/.build/release/tessera
+TESSERA=${TESSERA_BIN:-$TESSERA_ROOT/.build/release/tessera}
 WORK=${BENCH_DIR:-/tmp/tessera-bench-load}
 RUNS=${RUNS:-3}
 mkdir -p "$WORK"
@@ -76,7 +79,9 @@ PY
 # receiver got at least 27 composite frames a second).
 rooms_run() {
     local name=$1 n=$2 pids=() reports=()
+    wait_quiet
     start_host "$WORK" ', "limits": {"maxRooms": 100, "maxParticipantsPerRoom": 50}'
+    local busy_before; busy_before=$(busy_seconds)
     for i in $(seq "$n"); do
         timeout -k 5 300 "$TESSERA" load --url "$BASE" --quiet --room "room-$i" --participants 4 --speakers 3 \
             --video 640x360@30 --join-rate 10 --duration 25s --report "$WORK/$name-room-$i" >"$WORK/$name-room-$i.out" 2>&1 &
@@ -89,11 +94,14 @@ rooms_run() {
     local metrics=$! failed=0
     for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
     wait "$metrics" || true
+    local busy_after; busy_after=$(busy_seconds)
     stop_host
     set +e
-    python3 - "$n" "$failed" "$WORK/$name.summary.json" "${reports[@]}" <<'PY'
+    python3 - "$n" "$failed" "$WORK/$name.summary.json" "$busy_before" "$busy_after" "${reports[@]}" <<'PY'
 import json, sys
-n, failed, summary, paths = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+n, failed, summary, paths = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[6:]
+busy_before, busy_after = (tuple(map(float, a.split())) for a in sys.argv[4:6])
+machine = (busy_after[0] - busy_before[0]) / max(1e-9, busy_after[1] - busy_before[1])
 runs = []
 for p in paths:
     try: runs.append(json.load(open(p)))
@@ -106,9 +114,9 @@ host = f"{cpu[len(cpu) // 2]:.3g}" if cpu else "-"
 ok = failed == 0 and passed == n and len(fps) == n and min(fps) >= 27
 json.dump({"rooms": n, "passed": passed, "ok": ok, "hostCPU": cpu[len(cpu) // 2] if cpu else None,
            "fps": min(fps) if fps else None, "p95": max(p95) if p95 else None,
-           "dropped": max(dropped) if dropped else None, "load": sum(load)}, open(summary, "w"))
-print(f"| {n} | {passed}/{n} | {host} | {min(fps):.3g} | {max(p95):.0f} ms | {max(dropped):.0f} | {sum(load):.3g} |" if fps and p95 and dropped
-      else f"| {n} | {passed}/{n} | {host} | - | - | - | {sum(load):.3g} |")
+           "dropped": max(dropped) if dropped else None, "load": sum(load), "machine": machine}, open(summary, "w"))
+print(f"| {n} | {passed}/{n} | {host} | {min(fps):.3g} | {max(p95):.0f} ms | {max(dropped):.0f} | {sum(load):.3g} | {machine:.2f} |" if fps and p95 and dropped
+      else f"| {n} | {passed}/{n} | {host} | - | - | - | {sum(load):.3g} | {machine:.2f} |")
 for r in runs:
     if not r["passed"]:
         failing = [c["name"] for c in r["checks"] if not c["passed"]]
@@ -120,8 +128,27 @@ PY
 }
 
 rooms_header() {
-    echo "| rooms of 4 | load runs passed | host CPU (cores) | composite fps, slowest receiver of any room | video latency p95, worst room | composite pictures dropped (host) | load generators' CPU (cores, all) |"
-    echo "| --- | --- | --- | --- | --- | --- | --- |"
+    echo "| rooms of 4 | load runs passed | host CPU (cores) | composite fps, slowest receiver of any room | video latency p95, worst room | composite pictures dropped (host) | load generators' CPU (cores, all) | machine busy (cores, everything) |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+}
+
+# busy_seconds: the machine's busy CPU seconds (every process, /proc/stat) and the uptime, "BUSY UP".
+busy_seconds() {
+    awk -v hz="$(getconf CLK_TCK)" '/^cpu / { print ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat | tr '\n' ' '
+    cut -d' ' -f1 /proc/uptime
+}
+
+# wait_quiet: the machine is shared; waits (at most QUIET_WAIT seconds, 300) until the last 2 s had
+# under 0.3 cores busy, so that a run measures this host and its load generators, not a build
+# beside them. The table's last column says what the machine did during each run.
+wait_quiet() {
+    local waited=0 a b
+    while [ "$waited" -lt "${QUIET_WAIT:-300}" ]; do
+        a=$(busy_seconds); sleep 2; b=$(busy_seconds)
+        python3 -c "import sys; a, b = (tuple(map(float, x.split())) for x in sys.argv[1:]); sys.exit(0 if (b[0] - a[0]) / (b[1] - a[1]) < 0.3 else 1)" "$a" "$b" && return 0
+        waited=$((waited + 2))
+    done
+    echo "bench-load: the machine stayed busy for ${QUIET_WAIT:-300} s; measuring anyway" >&2
 }
 
 # rooms: grows N while a run passes (one run per size), then RUNS runs at the largest that passed.
@@ -149,7 +176,7 @@ def med(key, fmt):
     return fmt.format(statistics.median(values)) if values else "-"
 print(f"| {runs[0]['rooms']} (medians of {len(runs)} runs; {sum(r['ok'] for r in runs)}/{len(runs)} runs passed) "
       f"| {sum(r['passed'] for r in runs)}/{sum(r['rooms'] for r in runs)} | {med('hostCPU', '{:.3g}')} | {med('fps', '{:.3g}')} "
-      f"| {med('p95', '{:.0f}')} ms | {med('dropped', '{:.0f}')} | {med('load', '{:.3g}')} |")
+      f"| {med('p95', '{:.0f}')} ms | {med('dropped', '{:.0f}')} | {med('load', '{:.3g}')} | {med('machine', '{:.2f}')} |")
 PY
 }
 
