@@ -20,7 +20,7 @@
 #              received at 90 % of its 30 fps at least), then RUNS runs at the largest N that passed
 #              (ROOMS_SIZES overrides the sizes). Each run first waits (at most QUIET_WAIT s, 300)
 #              for the shared machine to be quiet, and its row ends with what the whole machine
-#              used meanwhile
+#              used meanwhile. ROOMS_LOAD_ARGS adds arguments to every load run (e.g. --decoders 1)
 # Environment: RUNS (3), BENCH_DIR (/tmp/tessera-bench-load), TESSERA_BIN (another build of
 # tessera, e.g. a copy of an earlier commit's, for host and load generators alike).
 set -euo pipefail
@@ -84,7 +84,7 @@ rooms_run() {
     local busy_before; busy_before=$(busy_seconds)
     for i in $(seq "$n"); do
         timeout -k 5 300 "$TESSERA" load --url "$BASE" --quiet --room "room-$i" --participants 4 --speakers 3 \
-            --video 640x360@30 --join-rate 10 --duration 25s --report "$WORK/$name-room-$i" >"$WORK/$name-room-$i.out" 2>&1 &
+            --video 640x360@30 --join-rate 10 --duration 25s ${ROOMS_LOAD_ARGS:-} --report "$WORK/$name-room-$i" >"$WORK/$name-room-$i.out" 2>&1 &
         pids+=($!)
         reports+=("$WORK/$name-room-$i.json")
         sleep 0.3

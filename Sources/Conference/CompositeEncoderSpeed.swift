@@ -19,14 +19,17 @@ import Wire
 ///   encode share under `slowerShare`, ticks on time and a host load under `slowerHostLoad`;
 /// - a room starts at the step its canvas's pixel rate calls for (`startingStep`).
 public struct CompositeEncoderSpeed: Sendable, Equatable {
-    /// One step: the VP8 profile and libvpx's cpu-used.
+    /// One step: the VP8 profile and libvpx's cpu-used, and the Opus complexity of the room's
+    /// mixes (at most the configured one), which the media loop encodes.
     public struct Setting: Sendable, Equatable {
         public let profile: Int
         public let cpuUsed: Int
+        public let mixComplexity: Int
 
-        public init(profile: Int, cpuUsed: Int) {
+        public init(profile: Int, cpuUsed: Int, mixComplexity: Int = 5) {
             self.profile = profile
             self.cpuUsed = cpuUsed
+            self.mixComplexity = mixComplexity
         }
     }
 
@@ -36,8 +39,11 @@ public struct CompositeEncoderSpeed: Sendable, Equatable {
     /// the simple loop filter) about 2.4 ms, profile 3 (full-pixel chroma, no loop filter) about
     /// 1.7 ms, and cheaper to decode for every receiver too. cpu-used stays at -6, the measured
     /// best (`VP8Encoder.Configuration.cpuUsed`). A change of profile restarts the encoder, so its
-    /// next frame is a key frame.
-    public static let steps = [Setting(profile: 0, cpuUsed: -6), Setting(profile: 1, cpuUsed: -6), Setting(profile: 3, cpuUsed: -6)]
+    /// next frame is a key frame. The last step also encodes the mixes at Opus complexity 1
+    /// (the media loop's largest cost after decoding the cameras: a room of four encodes 200 mix
+    /// frames a second).
+    public static let steps = [Setting(profile: 0, cpuUsed: -6), Setting(profile: 1, cpuUsed: -6),
+                               Setting(profile: 3, cpuUsed: -6, mixComplexity: 1)]
     public static let fasterShare = 0.5
     public static let slowerShare = 0.25
     /// Of a frame interval.

@@ -88,6 +88,7 @@ public final class Room {
         compositor.start()
         main = CompositeEncoding(kind: .main, size: nil, bitrate: configuration.bitrate, generation: 0)
         encoderSpeed = CompositeEncoderSpeed(width: configuration.width, height: configuration.height, fps: configuration.fps)
+        mixer.setComplexity(min(mixer.configuration.encoder.complexity, encoderSpeed.setting.mixComplexity))
     }
 
     /// The share of the machine's cores the host's process uses (nil: not known), for the
@@ -554,7 +555,9 @@ public final class Room {
         followScreenShare(now: deadline)
         let receivers = participants.filter(\.receivesVideoNow)
         encoderSpeed.ticked(lateness: now - deadline)
-        encoderSpeed.evaluate(now: now, frameInterval: compositor.tickInterval)
+        if encoderSpeed.evaluate(now: now, frameInterval: compositor.tickInterval) {
+            mixer.setComplexity(min(mixer.configuration.encoder.complexity, encoderSpeed.setting.mixComplexity))
+        }
         if receivers.isEmpty { stopEncoders() }
         if !receivers.isEmpty || mixTrack != nil {
             let began = ContinuousClock.now

@@ -98,6 +98,14 @@ public final class RoomAudioMixer<Member: Hashable> {
 
     /// The settings.
     public let configuration: Configuration
+    /// The mixes' Opus complexity now: the configuration's, lowered while the host is short of
+    /// cores (`CompositeEncoderSpeed`'s step); each encoder takes it at its next frame.
+    public private(set) var complexity: Int
+
+    /// Sets the mixes' Opus complexity (0...10) from their next frames on.
+    public func setComplexity(_ complexity: Int) {
+        self.complexity = min(10, max(0, complexity))
+    }
     /// Members in the order they were added (so that ticks are deterministic).
     private var order: [Member] = []
     private var members: [Member: Entry] = [:]
@@ -135,6 +143,7 @@ public final class RoomAudioMixer<Member: Hashable> {
     public init(configuration: Configuration = Configuration()) {
         precondition(configuration.encoder.channels == 1, "the room mixes mono")
         self.configuration = configuration
+        complexity = configuration.encoder.complexity
     }
 
     /// The members, in the order they joined.
@@ -308,6 +317,11 @@ public final class RoomAudioMixer<Member: Hashable> {
         if channel.encoder.configuration.expectedPacketLossPercent != lossPercent {
             try? channel.encoder.setExpectedPacketLoss(percent: lossPercent)  // in 0...100: cannot fail
         }
+        if channel.encoder.configuration.complexity != complexity {
+            var next = channel.encoder.configuration
+            next.complexity = complexity
+            try? channel.encoder.reconfigure(next)  // in 0...10: cannot fail
+        }
         let mixed = bus.mix(without: left, limiter: &channel.limiter, timestamp: now)
         do {
             return try channel.encoder.encode(mixed)
@@ -334,7 +348,9 @@ public final class RoomAudioMixer<Member: Hashable> {
         if let channel = channels[key] { return channel }
         if let retryAt = encoderRetryAt, now < retryAt { return nil }
         let encoder: OpusEncoder
-        do { encoder = try OpusEncoder(configuration.encoder) } catch {
+        var settings = configuration.encoder
+        settings.complexity = complexity
+        do { encoder = try OpusEncoder(settings) } catch {
             // Reported to the shell (counted, logged once); tried again a second later, not on
             // every tick.
             startFailures.append(error)

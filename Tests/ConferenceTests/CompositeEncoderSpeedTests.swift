@@ -31,8 +31,9 @@ import Wire
         #expect(CompositeEncoderSpeed(width: 640, height: 360, fps: 30).setting == .init(profile: 0, cpuUsed: -6))
         #expect(CompositeEncoderSpeed(width: 1280, height: 720, fps: 30).step == 0)
         #expect(CompositeEncoderSpeed(width: 1920, height: 1080, fps: 30).setting == .init(profile: 1, cpuUsed: -6))
-        #expect(CompositeEncoderSpeed(width: 3840, height: 2160, fps: 30).setting == .init(profile: 3, cpuUsed: -6))
+        #expect(CompositeEncoderSpeed(width: 3840, height: 2160, fps: 30).setting == .init(profile: 3, cpuUsed: -6, mixComplexity: 1))
         #expect(CompositeEncoderSpeed.steps.map(\.profile) == [0, 1, 3])
+        #expect(CompositeEncoderSpeed.steps.map(\.mixComplexity) == [5, 5, 1])
     }
 
     /// Encodes taking 20 ms of every 33 ms (a share of 0.6) step to a cheaper setting once a

@@ -402,8 +402,9 @@ import WireTesting
 
     /// Encodes that take 80 % of the frame interval (a host short of cores) make the room ask
     /// its encoder for a cheaper setting each second (VP8 profile 1, then 3: the encoder restarts
-    /// with a key frame), and the receivers still get every picture and see the room; quick
-    /// encodes bring it back one step per 10 s.
+    /// with a key frame; at the last step the mixes go to Opus complexity 1), and the receivers
+    /// still get every picture, see the room and hear the others; quick encodes bring it back one
+    /// step per 10 s.
     @Test func slowEncodesMakeTheRoomAskForAFasterEncoder() throws {
         let (harness, a, _, _) = try threeInARoom()
         try harness.run(for: .seconds(1))
@@ -412,14 +413,16 @@ import WireTesting
         try harness.run(for: .milliseconds(1500))
         #expect([1, 3].contains(harness.lastProfile ?? 0), "a step a second: \(String(describing: harness.lastProfile))")
         try harness.run(for: .seconds(1))
-        let before = a.picturesDecoded
+        let before = a.picturesDecoded, cheaper = harness.now + .seconds(1)
         try harness.run(for: .seconds(4))
         #expect(harness.lastProfile == 3 && harness.room.encoderSpeed.stepsFaster == 2)
+        #expect(harness.room.mixer.complexity == 1)
+        expectHears(a, since: cheaper, heard: [660, 880], silent: [440])
         #expect((57...61).contains(a.picturesDecoded - before), "\(a.picturesDecoded - before) pictures in 4 s at 15 fps")
         expectSees(a, Self.grid3(Self.red, Self.green, Self.blue))
         harness.encodeTime = .milliseconds(5)
         try harness.run(for: .seconds(13))
-        #expect(harness.lastProfile == 1)
+        #expect(harness.lastProfile == 1 && harness.room.mixer.complexity == 5)
         expectSees(a, Self.grid3(Self.red, Self.green, Self.blue))
     }
 
