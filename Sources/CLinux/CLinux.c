@@ -2,9 +2,6 @@
 #include "CLinux.h"
 #include <string.h>
 #include <sys/uio.h>
-#include <sys/resource.h>
-#include <errno.h>
-#include <unistd.h>
 
 enum { TESSERA_MAX_BATCH = 64 };
 
@@ -43,15 +40,4 @@ int tessera_send_datagrams(int fd, const struct tessera_datagram *datagrams, uns
     struct iovec vectors[TESSERA_MAX_BATCH];
     tessera_prepare(messages, vectors, datagrams, count, 0);
     return sendmmsg(fd, messages, count, MSG_DONTWAIT);
-}
-
-int tessera_renice_current_thread(int delta, int *nice) {
-    id_t thread = (id_t)gettid();
-    errno = 0;
-    int current = getpriority(PRIO_PROCESS, thread);
-    if (current == -1 && errno != 0) return -1;
-    int next = current + delta > 19 ? 19 : current + delta;
-    if (setpriority(PRIO_PROCESS, thread, next) != 0) return -1;
-    *nice = next;
-    return 0;
 }

@@ -1,7 +1,6 @@
 import Foundation
 import Compositing
 import Media
-import Sockets
 import Synchronization
 import Wire
 
@@ -111,14 +110,8 @@ final class VideoEncodeWorker: @unchecked Sendable {
         }
     }
 
-    /// How much nicer than the media loop an encoder thread runs: on a machine short of cores
-    /// the loop (packets, the audio tick) is scheduled first and the encoders take what is left,
-    /// their queue of `depth` absorbing the wait (docs/config.md, many rooms).
-    static let nice = 5
-
     private func run(configuration: VP8Encoder.Configuration, size: VideoSize?, log: HostLog, room: String?,
                      deliver: @Sendable (Delivery) -> Void) {
-        ThreadPriority.reniceCurrentThread(by: Self.nice)
         // Made once: an encoder that cannot start ends the worker (counted and logged), rather
         // than being tried again for every picture.
         let encoder: VP8Encoder

@@ -26,9 +26,5 @@ int tessera_recv_datagrams(int fd, struct tessera_datagram *datagrams, unsigned 
 /// sendmmsg: sends `count` datagrams; returns how many were sent, or -1 with errno.
 int tessera_send_datagrams(int fd, const struct tessera_datagram *datagrams, unsigned int count);
 
-/// Makes the calling thread `delta` nicer than it is (Linux keeps a nice value per thread; at
-/// most 19), and puts the new value in `nice`: returns 0, or -1 with errno.
-int tessera_renice_current_thread(int delta, int *nice);
-
 static inline int tessera_epoll_data_fd(const struct epoll_event *event) { return event->data.fd; }
 #endif
