@@ -59,7 +59,7 @@ let package = Package(
                 resources: [.copy("Web")]),
         // tessera load: synthetic participants in the client role, their checks and the report.
         .target(name: "Load", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Sockets", "Media", "Compositing"]),
-        .executableTarget(name: "tessera", dependencies: ["Wire", "Server", "Load", "Sockets", "RTP", "SDP", "Transport", "Media", "Compositing", "Compose"]),
+        .executableTarget(name: "tessera", dependencies: ["Wire", "Server", "Load", "Sockets", "RTP", "SDP", "Transport", "Media", "Compositing", "Conference", "Compose"]),
 
         // Seeded mutation of valid messages, shared by every parser's robustness test.
         .target(name: "WireTesting", dependencies: ["Wire"], path: "Tests/WireTesting"),

@@ -3,6 +3,8 @@
 #   in_loopback_namespace "$0" "$@"     at the top of a script (after sourcing setup.sh)
 #   start_host WORK [EXTRA_JSON]        a host on 127.0.0.1 (media on 50000); sets HOST_PID, BASE
 #   stop_host                           SIGTERM, then SIGKILL after 10 s
+# TESSERA_BIN runs another build of tessera than .build/release's (a copy of an earlier commit's,
+# for before/after tables on one machine at one time).
 in_loopback_namespace() {
     [ -z "${TESSERA_BENCH_NETNS:-}" ] || return 0
     cd "$TESSERA_ROOT"
@@ -18,7 +20,7 @@ start_host() {
     cat >"$work/host.json" <<EOF
 {"http": {"listen": "127.0.0.1:0"}, "media": {"listen": "127.0.0.1:50000"}, "recordings": {"folder": "$work/recordings"}$extra}
 EOF
-    "$TESSERA_ROOT/.build/release/tessera" serve --config "$work/host.json" >"$work/host.log" 2>&1 </dev/null &
+    "${TESSERA_BIN:-$TESSERA_ROOT/.build/release/tessera}" serve --config "$work/host.json" >"$work/host.log" 2>&1 </dev/null &
     HOST_PID=$!
     BASE=
     for _ in $(seq 100); do

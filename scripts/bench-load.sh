@@ -3,7 +3,7 @@
 # inside a loopback-only network namespace). Each point is 3 runs, each against a fresh host; the
 # table holds medians of the runs' figures (each run's figures are its steady window: from the last
 # join + 2 s to the end).
-#   scripts/bench-load.sh [audio|video|largest|levels|speakers|audio500]...      (default: audio video)
+#   scripts/bench-load.sh [audio|video|largest|levels|speakers|audio500|rooms]...      (default: audio video)
 #     audio    rooms of 10, 50 and 200 guests, 3 speaking, no video
 #     video    rooms of 4, 9, 16 and 25 guests sending 640x360@30, a 1280x720@30 composite
 #     largest  the largest audio room (3 speaking) and 360p video room whose checks all pass,
@@ -14,7 +14,15 @@
 #     speakers an audio room of 50 where everyone speaks (Top K, the host's default K = 3), with and
 #              without RFC 6464 levels (with them the host decodes only the voices it mixes)
 #     audio500 the audio room of 500 guests, 3 speaking
-# Environment: RUNS (3), BENCH_DIR (/tmp/tessera-bench-load).
+#     rooms    many rooms on one host: N rooms of 4 guests (640x360@30, 3 speaking), each its own
+#              `tessera load` process, all at once against one fresh host, N = 1 2 4 6 8 10 12
+#              growing while a run passes (every load run's checks, and every room's composite
+#              received at 90 % of its 30 fps at least), then RUNS runs at the largest N that passed
+#              (ROOMS_SIZES overrides the sizes). Each run first waits (at most QUIET_WAIT s, 300)
+#              for the shared machine to be quiet, and its row ends with what the whole machine
+#              used meanwhile. ROOMS_LOAD_ARGS adds arguments to every load run (e.g. --decoders 1)
+# Environment: RUNS (3), BENCH_DIR (/tmp/tessera-bench-load), TESSERA_BIN (another build of
+# tessera, e.g. a copy of an earlier commit's, for host and load generators alike).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 setup_test
@@ -23,7 +31,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/bench-host.sh"
 in_loopback_namespace "$0" "$@"
 
 cd "$TESSERA_ROOT"
-TESSERA=$TESSERA_ROOT/.build/release/tessera
+TESSERA=${TESSERA_BIN:-$TESSERA_ROOT/.build/release/tessera}
 WORK=${BENCH_DIR:-/tmp/tessera-bench-load}
 RUNS=${RUNS:-3}
 mkdir -p "$WORK"
@@ -62,6 +70,113 @@ f = runs[0]["figures"]
 print(f"| {label} | {f['participants']} | {passed}/{len(runs)} | {med('hostCPU')} | {med('hostCPUPerParticipant', 100)} % "
       f"| {med('compositeFramesPerSecond')} | {med('compositePicturesDropped')} | {med('cameraFramesDropped')} | {med('audioLatencyMillisecondsMedian')} "
       f"| {med('videoLatencyMillisecondsMedian')} | {med('lossFractionMax', 100)} % | {med('loadGeneratorCPUPerParticipant', 100)} % |")
+PY
+}
+
+# rooms_run NAME N: a fresh host, N concurrent `tessera load` runs of 4 video guests, each in its own
+# room (room-1 … room-N; started 0.3 s apart); their reports at $WORK/NAME-room-I.json. Prints one
+# table row of the run's figures; sets RC (0 when every load run passed and every room's slowest
+# receiver got at least 27 composite frames a second).
+rooms_run() {
+    local name=$1 n=$2 pids=() reports=()
+    wait_quiet
+    start_host "$WORK" ', "limits": {"maxRooms": 100, "maxParticipantsPerRoom": 50}'
+    local busy_before; busy_before=$(busy_seconds)
+    for i in $(seq "$n"); do
+        timeout -k 5 300 "$TESSERA" load --url "$BASE" --quiet --room "room-$i" --participants 4 --speakers 3 \
+            --video 640x360@30 --join-rate 10 --duration 25s ${ROOMS_LOAD_ARGS:-} --report "$WORK/$name-room-$i" >"$WORK/$name-room-$i.out" 2>&1 &
+        pids+=($!)
+        reports+=("$WORK/$name-room-$i.json")
+        sleep 0.3
+    done
+    # The host's /metrics near the end, while every room is open (encoder speeds, encode time).
+    (sleep 20 && curl -s --max-time 5 "$BASE/metrics" >"$WORK/$name.metrics" 2>/dev/null) &
+    local metrics=$! failed=0
+    for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
+    wait "$metrics" || true
+    local busy_after; busy_after=$(busy_seconds)
+    stop_host
+    set +e
+    python3 - "$n" "$failed" "$WORK/$name.summary.json" "$busy_before" "$busy_after" "${reports[@]}" <<'PY'
+import json, sys
+n, failed, summary, paths = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[6:]
+busy_before, busy_after = (tuple(map(float, a.split())) for a in sys.argv[4:6])
+machine = (busy_after[0] - busy_before[0]) / max(1e-9, busy_after[1] - busy_before[1])
+runs = []
+for p in paths:
+    try: runs.append(json.load(open(p)))
+    except (OSError, ValueError): pass
+passed = sum(1 for r in runs if r["passed"])
+def vals(key): return [r["figures"][key] for r in runs if r["figures"].get(key) is not None]
+cpu = sorted(vals("hostCPU")); fps = vals("compositeFramesReceivedPerSecondMin"); p95 = vals("videoLatencyMillisecondsP95")
+load = vals("loadGeneratorCPU"); dropped = vals("compositePicturesDropped")
+host = f"{cpu[len(cpu) // 2]:.3g}" if cpu else "-"
+ok = failed == 0 and passed == n and len(fps) == n and min(fps) >= 27
+json.dump({"rooms": n, "passed": passed, "ok": ok, "hostCPU": cpu[len(cpu) // 2] if cpu else None,
+           "fps": min(fps) if fps else None, "p95": max(p95) if p95 else None,
+           "dropped": max(dropped) if dropped else None, "load": sum(load), "machine": machine}, open(summary, "w"))
+print(f"| {n} | {passed}/{n} | {host} | {min(fps):.3g} | {max(p95):.0f} ms | {max(dropped):.0f} | {sum(load):.3g} | {machine:.2f} |" if fps and p95 and dropped
+      else f"| {n} | {passed}/{n} | {host} | - | - | - | {sum(load):.3g} | {machine:.2f} |")
+for r in runs:
+    if not r["passed"]:
+        failing = [c["name"] for c in r["checks"] if not c["passed"]]
+        print(f"bench-load: {r['room']}: failed {', '.join(failing)}", file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+    RC=$?
+    set -e
+}
+
+rooms_header() {
+    echo "| rooms of 4 | load runs passed | host CPU (cores) | composite fps, slowest receiver of any room | video latency p95, worst room | composite pictures dropped (host) | load generators' CPU (cores, all) | machine busy (cores, everything) |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+}
+
+# busy_seconds: the machine's busy CPU seconds (every process, /proc/stat) and the uptime, "BUSY UP".
+busy_seconds() {
+    awk -v hz="$(getconf CLK_TCK)" '/^cpu / { print ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat | tr '\n' ' '
+    cut -d' ' -f1 /proc/uptime
+}
+
+# wait_quiet: the machine is shared; waits (at most QUIET_WAIT seconds, 300) until the last 2 s had
+# under 0.3 cores busy, so that a run measures this host and its load generators, not a build
+# beside them. The table's last column says what the machine did during each run.
+wait_quiet() {
+    local waited=0 a b
+    while [ "$waited" -lt "${QUIET_WAIT:-300}" ]; do
+        a=$(busy_seconds); sleep 2; b=$(busy_seconds)
+        python3 -c "import sys; a, b = (tuple(map(float, x.split())) for x in sys.argv[1:]); sys.exit(0 if (b[0] - a[0]) / (b[1] - a[1]) < 0.3 else 1)" "$a" "$b" && return 0
+        waited=$((waited + 2))
+    done
+    echo "bench-load: the machine stayed busy for ${QUIET_WAIT:-300} s; measuring anyway" >&2
+}
+
+# rooms: grows N while a run passes (one run per size), then RUNS runs at the largest that passed.
+rooms() {
+    local best=0
+    rooms_header
+    for n in ${ROOMS_SIZES:-1 2 4 6 8 10 12}; do
+        rooms_run "rooms-$n" "$n"
+        [ "$RC" -eq 0 ] || break
+        best=$n
+    done
+    echo "largest number of rooms of 4 whose checks all pass (one run per size): $best"
+    [ "$best" -gt 0 ] || return 0
+    rooms_header
+    local summaries=()
+    for run in $(seq "$RUNS"); do
+        rooms_run "rooms-$best-run-$run" "$best"
+        summaries+=("$WORK/rooms-$best-run-$run.summary.json")
+    done
+    python3 - "${summaries[@]}" <<'PY'
+import json, statistics, sys
+runs = [json.load(open(p)) for p in sys.argv[1:]]
+def med(key, fmt):
+    values = [r[key] for r in runs if r[key] is not None]
+    return fmt.format(statistics.median(values)) if values else "-"
+print(f"| {runs[0]['rooms']} (medians of {len(runs)} runs; {sum(r['ok'] for r in runs)}/{len(runs)} runs passed) "
+      f"| {sum(r['passed'] for r in runs)}/{sum(r['rooms'] for r in runs)} | {med('hostCPU', '{:.3g}')} | {med('fps', '{:.3g}')} "
+      f"| {med('p95', '{:.0f}')} ms | {med('dropped', '{:.0f}')} | {med('load', '{:.3g}')} | {med('machine', '{:.2f}')} |")
 PY
 }
 
@@ -116,9 +231,11 @@ for mode in "${modes[@]}"; do
         audio500)
             header
             point audio-500 500 --speakers 3 --video off --join-rate 40 --duration 30s ;;
+        rooms)
+            rooms ;;
         largest)
             largest audio 200 300 400 500 600 800 1000 1200
             largest video 16 25 36 49 64 ;;
-        *) echo "bench-load: unknown mode $mode (audio, video, largest, levels, speakers, audio500)" >&2; exit 2 ;;
+        *) echo "bench-load: unknown mode $mode (audio, video, largest, levels, speakers, audio500, rooms)" >&2; exit 2 ;;
     esac
 done

@@ -24,7 +24,7 @@ public final class CompositeEncoding {
     public let size: VideoSize?
     public let bitrate: Int
     /// Which encoder run this is: frames of an older generation (a stopped encoder) are dropped.
-    public let generation: Int
+    public internal(set) var generation: Int
     /// Packetizes each encoded frame once; receivers get copies with their own header fields.
     var packetizer: VideoSender?
     /// One key frame per `minimumInterval`, whoever asks. Requests are re-addressed to its

@@ -37,6 +37,10 @@ public final class Room {
     private var audioTicks = TickSchedule(maximumLateness: Room.audioMaximumLateness)
     private var videoTicks = TickSchedule(maximumLateness: Room.videoMaximumLateness)
     private let main: CompositeEncoding
+    /// Whether the main encoder runs (it stops while nobody receives the composite).
+    private var mainRunning = false
+    /// The composite encoders' speed, from their encode times and the host's load.
+    public private(set) var encoderSpeed: CompositeEncoderSpeed
     /// The lower and small encodings, while some receiver needs them.
     private var scaled: [CompositeEncoding.Kind: CompositeEncoding] = [:]
     private var generations = 0
@@ -86,6 +90,14 @@ public final class Room {
         compositor.labelRenderer = labels
         compositor.start()
         main = CompositeEncoding(kind: .main, size: nil, bitrate: configuration.bitrate, generation: 0)
+        encoderSpeed = CompositeEncoderSpeed(width: configuration.width, height: configuration.height, fps: configuration.fps)
+        mixer.setComplexity(min(mixer.configuration.encoder.complexity, encoderSpeed.setting.mixComplexity))
+    }
+
+    /// The share of the machine's cores the host's process uses (nil: not known), for the
+    /// encoders' speed (`CompositeEncoderSpeed`); the shell gives it about once a second.
+    public func setHostLoad(_ load: Double?) {
+        encoderSpeed.setHostLoad(load)
     }
 
     // MARK: Outputs
@@ -226,6 +238,23 @@ public final class Room {
         soonestRTCP = nil
         soonestConnectDeadline = nil
         emit(.stopEncoder(.main))
+        mainRunning = false
+        for kind in scaled.keys { emit(.stopEncoder(kind)) }
+        scaled = [:]
+    }
+
+    /// Whether any composite encoder runs now (none while nobody receives the composite).
+    public var encodersRunning: Bool { mainRunning || !scaled.isEmpty }
+
+    /// Nobody receives the composite: its encoders stop (a recording has its own encoder). The
+    /// main encoding's next picture starts a new encoder, whose first frame is a key frame.
+    private func stopEncoders() {
+        if mainRunning {
+            emit(.stopEncoder(.main))
+            mainRunning = false
+            generations += 1
+            main.generation = generations
+        }
         for kind in scaled.keys { emit(.stopEncoder(kind)) }
         scaled = [:]
         for participant in participants {
@@ -598,6 +627,11 @@ public final class Room {
         }
         followScreenShare(now: deadline)
         let receivers = participants.filter(\.receivesVideoNow)
+        encoderSpeed.ticked(lateness: now - deadline)
+        if encoderSpeed.evaluate(now: now, frameInterval: compositor.tickInterval) {
+            mixer.setComplexity(min(mixer.configuration.encoder.complexity, encoderSpeed.setting.mixComplexity))
+        }
+        if receivers.isEmpty { stopEncoders() }
         if !receivers.isEmpty || mixTrack != nil {
             let began = ContinuousClock.now
             compositor.tick(now: deadline)
@@ -642,7 +676,8 @@ public final class Room {
         for encoding in [main] + [CompositeEncoding.Kind.low, .small].compactMap({ scaled[$0] }) {
             let size = encoding.size ?? compositor.canvasSize
             let configuration = VP8Encoder.Configuration(width: size.width, height: size.height, framesPerSecond: compositor.fps,
-                                                         bitrate: encoding.bitrate)
+                                                         bitrate: encoding.bitrate, cpuUsed: encoderSpeed.cpuUsed, profile: encoderSpeed.profile)
+            if encoding.kind == .main { mainRunning = true }
             emit(.encode(CompositeEncodeRequest(kind: encoding.kind, generation: encoding.generation, picture: picture,
                                                 keyFrame: encoding.keyFrameDue(now: deadline), configuration: configuration,
                                                 scaledTo: encoding.size)))
@@ -652,9 +687,12 @@ public final class Room {
     /// Encoded frames of one encoding, from the shell's encoder of `generation`: sent to
     /// everyone who gets that encoding; a receiver waiting to switch to it switches at its key
     /// frame (its SSRC and sequence numbering go on, and both encodings share one timestamp
-    /// clock, so the switch is seamless). Frames of a stopped encoder are dropped.
-    public func encoded(_ frames: [EncodedVideoFrame], kind: CompositeEncoding.Kind, generation: Int, now: Instant) {
+    /// clock, so the switch is seamless). Frames of a stopped encoder are dropped. `encodeTime` is
+    /// how long the encoder took for them (its thread's wall clock), for `encoderSpeed`.
+    public func encoded(_ frames: [EncodedVideoFrame], kind: CompositeEncoding.Kind, generation: Int, encodeTime: Duration = .zero,
+                        now: Instant) {
         guard let encoding = kind == .main ? main : scaled[kind], encoding.generation == generation, let epoch = timestampEpoch else { return }
+        encoderSpeed.encoded(encodeTime)
         for var frame in frames {
             let since = max(.zero, frame.captureTime - epoch).nanosecondsClamped
             frame.rtpTimestamp = UInt32(truncatingIfNeeded: since / 1_000_000_000 * 90_000 + since % 1_000_000_000 * 90_000 / 1_000_000_000)

@@ -113,6 +113,27 @@ public final class RoomAudioMixer<Member: Hashable> {
 
     /// The settings.
     public let configuration: Configuration
+    /// The mixes' Opus complexity now: the configuration's, lowered by the host's load
+    /// (`loadComplexity`) or the room's encoder step (`setComplexity`), whichever is lower; each
+    /// encoder takes it at its next frame.
+    public private(set) var complexity: Int
+    /// The most the host's load allows (`AudioEncoderLoadRule`, set every second by the host).
+    public var loadComplexity: Int {
+        didSet { updateComplexity() }
+    }
+    /// The most the room's composite encoder step allows (`CompositeEncoderSpeed`).
+    private var stepComplexity: Int
+
+    /// Sets the most the room's encoder step allows (0...10), from the mixes' next frames on.
+    public func setComplexity(_ complexity: Int) {
+        stepComplexity = complexity
+        updateComplexity()
+    }
+
+    private func updateComplexity() {
+        complexity = min(10, max(0, min(configuration.encoder.complexity, loadComplexity, stepComplexity)))
+    }
+
     /// Members in the order they were added (so that ticks are deterministic).
     private var entries: [Entry] = []
     private var members: [Member: Entry] = [:]
@@ -120,16 +141,6 @@ public final class RoomAudioMixer<Member: Hashable> {
     /// This tick's sum of the sounding frames, from which each mix takes its frames back out.
     private var bus = MixBus(channels: 1)
 
-    /// The Opus complexity of the mixes' encoders now (at first the configuration's): the host
-    /// lowers it while its media loop is loaded (`AudioEncoderLoadRule`). Applies to every
-    /// running encoder at once.
-    public var encoderComplexity: Int {
-        didSet {
-            encoderComplexity = min(10, max(0, encoderComplexity))
-            guard encoderComplexity != oldValue else { return }
-            for channel in channels.values { try? channel.encoder.setComplexity(encoderComplexity) }  // in 0...10: cannot fail
-        }
-    }
     /// The complexity each running encoder has (tests).
     var runningEncoderComplexities: [Int] { channels.values.map(\.encoder.configuration.complexity) }
     /// Encoders held now: one per distinct mix in use in the last `encoderIdleTimeout` (metrics).
@@ -164,7 +175,9 @@ public final class RoomAudioMixer<Member: Hashable> {
     public init(configuration: Configuration = Configuration()) {
         precondition(configuration.encoder.channels == 1, "the room mixes mono")
         self.configuration = configuration
-        encoderComplexity = configuration.encoder.complexity
+        complexity = configuration.encoder.complexity
+        loadComplexity = configuration.encoder.complexity
+        stepComplexity = configuration.encoder.complexity
     }
 
     /// The members, in the order they joined.
@@ -360,6 +373,11 @@ public final class RoomAudioMixer<Member: Hashable> {
         if channel.encoder.configuration.expectedPacketLossPercent != lossPercent {
             try? channel.encoder.setExpectedPacketLoss(percent: lossPercent)  // in 0...100: cannot fail
         }
+        if channel.encoder.configuration.complexity != complexity {
+            var next = channel.encoder.configuration
+            next.complexity = complexity
+            try? channel.encoder.reconfigure(next)  // in 0...10: cannot fail
+        }
         let mixed = bus.mix(without: left, limiter: &channel.limiter, timestamp: now)
         do {
             return try channel.encoder.encode(mixed)
@@ -387,7 +405,7 @@ public final class RoomAudioMixer<Member: Hashable> {
         if let retryAt = encoderRetryAt, now < retryAt { return nil }
         let encoder: OpusEncoder
         var settings = configuration.encoder
-        settings.complexity = encoderComplexity
+        settings.complexity = complexity
         do { encoder = try OpusEncoder(settings) } catch {
             // Reported to the shell (counted, logged once); tried again a second later, not on
             // every tick.

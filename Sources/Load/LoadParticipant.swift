@@ -34,6 +34,9 @@ final class LoadParticipant {
         var packetsLost: Int64 = 0
         var jitterMilliseconds: [Double] = []
         var videoFramesReceived = 0
+        /// When each whole composite frame arrived, seconds into the run (its received frame rate
+        /// over the steady window).
+        var frameArrivals: [Double] = []
         var framesDecoded = 0
         var freezes = 0
         var freezeMilliseconds = 0.0
@@ -601,6 +604,7 @@ final class LoadParticipant {
         if packet.marker, packet.timestamp != lastFrameTimestamp {
             lastFrameTimestamp = packet.timestamp
             results.videoFramesReceived += 1
+            results.frameArrivals.append(runSeconds)
             if let last = lastFrameArrival, now - last > .milliseconds(200), !(model.blackout.map { $0.overlaps(last..<now) } ?? false) {
                 results.freezes += 1
                 results.freezeMilliseconds += seconds(now - last) * 1000

@@ -105,7 +105,10 @@ public struct LoadReport: Codable, Sendable {
         public var steadySeconds: Double
         public var hostCPU: Double?
         public var hostCPUPerParticipant: Double?
+        /// The host's composite pictures drawn per second, over all its rooms.
         public var compositeFramesPerSecond: Double?
+        /// Whole composite frames received per second by the slowest receiver of this run's room.
+        public var compositeFramesReceivedPerSecondMin: Double?
         public var compositePicturesDropped: Double?
         /// Camera frames the host received and decoded per second, and those it dropped.
         public var cameraFramesDecodedPerSecond: Double?
@@ -163,7 +166,8 @@ public struct LoadReport: Codable, Sendable {
             ("after the blackout: mix / composite back within", "\(value(f.audioRecoveryMillisecondsMax, " ms", digits: 0)) / \(value(f.videoRecoveryMillisecondsMax, " ms", digits: 0))"),
             ("host CPU (cores)", value(f.hostCPU, digits: 3)),
             ("host CPU per participant", value(f.hostCPUPerParticipant.map { $0 * 100 }, " % of a core", digits: 2)),
-            ("composite frames per second", value(f.compositeFramesPerSecond)),
+            ("composite frames per second (host, every room)", value(f.compositeFramesPerSecond)),
+            ("composite frames received per second (slowest receiver)", value(f.compositeFramesReceivedPerSecondMin)),
             ("composite pictures dropped", value(f.compositePicturesDropped, digits: 0)),
             ("camera frames decoded by the host per second", value(f.cameraFramesDecodedPerSecond)),
             ("camera frames the host dropped", value(f.cameraFramesDropped, digits: 0)),

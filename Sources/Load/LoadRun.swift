@@ -364,6 +364,7 @@ public final class LoadRun {
             steadySeconds: max(0, end - steadyStart),
             hostCPU: hostCPU, hostCPUPerParticipant: hostCPU.map { $0 / count },
             compositeFramesPerSecond: options.video == nil ? nil : hostWindow("tessera_video_frames_composed"),
+            compositeFramesReceivedPerSecondMin: options.video == nil ? nil : Self.framesReceivedPerSecond(results, from: steadyStart, to: end - 1),
             compositePicturesDropped: options.video == nil ? nil : hostDelta("tessera_video_pictures_dropped"),
             cameraFramesDecodedPerSecond: options.video == nil ? nil : hostWindow(#"tessera_camera_frames{result="decoded"}"#),
             cameraFramesDropped: options.video == nil ? nil : hostDelta(#"tessera_camera_frames{result="dropped"}"#),
@@ -444,6 +445,13 @@ public final class LoadRun {
         let passed = offsets.count >= max(3, onsets.count / 2) && late <= Self.recordingLipsLateBound && early <= Self.recordingLipsEarlyBound
         let bounds = " (half the onsets at least; lips at most \(Int(Self.recordingLipsLateBound)) ms late and \(Int(Self.recordingLipsEarlyBound)) ms early)"
         return (.init(name: name, passed: passed, detail: passed ? summary : summary + bounds), result.offsets)
+    }
+
+    /// The slowest receiver's whole composite frames per second from `start` to `end` (seconds
+    /// into the run); nil when the window is under a second.
+    static func framesReceivedPerSecond(_ results: [LoadParticipant.Results], from start: Double, to end: Double) -> Double? {
+        guard end - start >= 1, !results.isEmpty else { return nil }
+        return results.map { result in Double(result.frameArrivals.filter { $0 >= start && $0 < end }.count) / (end - start) }.min()
     }
 
     static func loss(_ results: LoadParticipant.Results) -> Double {

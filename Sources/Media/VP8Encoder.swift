@@ -97,10 +97,17 @@ public final class VP8Encoder {
         public var cpuUsed: Int
         /// At most this many frames between key frames (more come on request).
         public var keyFrameInterval: Int
+        /// libvpx's static threshold: a macroblock whose change from the last picture is under it
+        /// is coded as skipped without a search (1: every change counts, WebRTC's value for cameras).
+        public var staticThreshold: Int
+        /// The VP8 version (RFC 6386 §9.1, the key frame header's 3 bits): 0 the normal loop filter
+        /// and six-tap prediction; 1 to 3 trade quality for cheaper coding (a simple loop filter,
+        /// bilinear prediction, and at 3 full-pixel chroma vectors). Every decoder takes all four.
+        public var profile: Int
 
         /// A configuration; the defaults are the host's compositor output.
         public init(width: Int, height: Int, framesPerSecond: Int = 30, bitrate: Int = 1_500_000, threads: Int = 1,
-                    cpuUsed: Int = -6, keyFrameInterval: Int = 3000) {
+                    cpuUsed: Int = -6, keyFrameInterval: Int = 3000, staticThreshold: Int = 1, profile: Int = 0) {
             self.width = width
             self.height = height
             self.framesPerSecond = framesPerSecond
@@ -108,6 +115,8 @@ public final class VP8Encoder {
             self.threads = threads
             self.cpuUsed = cpuUsed
             self.keyFrameInterval = keyFrameInterval
+            self.staticThreshold = staticThreshold
+            self.profile = profile
         }
 
         func validate() throws(VP8CodecError) {
@@ -120,6 +129,8 @@ public final class VP8Encoder {
             }
             guard (1...16).contains(threads) else { throw .invalidConfiguration("\(threads) threads is outside 1...16") }
             guard (-16...16).contains(cpuUsed) else { throw .invalidConfiguration("cpu-used \(cpuUsed) is outside -16...16") }
+            guard (0...100_000).contains(staticThreshold) else { throw .invalidConfiguration("static threshold \(staticThreshold) is outside 0...100000") }
+            guard (0...3).contains(profile) else { throw .invalidConfiguration("profile \(profile) is outside 0...3") }
             guard keyFrameInterval >= 1 else { throw .invalidConfiguration("key frame interval \(keyFrameInterval) is below 1") }
         }
     }
@@ -161,6 +172,7 @@ public final class VP8Encoder {
         config.g_h = UInt32(configuration.height)
         config.g_timebase = vpx_rational(num: 1, den: Int32(Self.rtpClockRate))
         config.g_threads = UInt32(configuration.threads)
+        config.g_profile = UInt32(configuration.profile)
         config.g_error_resilient = vpx_codec_er_flags_t(tessera_vpx_error_resilient_default)
         config.g_lag_in_frames = 0
         config.g_pass = VPX_RC_ONE_PASS
@@ -188,7 +200,7 @@ public final class VP8Encoder {
         let controls: [(Int32, Int32, String)] = [
             (Int32(VP8E_SET_CPUUSED.rawValue), Int32(configuration.cpuUsed), "cpu-used"),
             (Int32(VP8E_SET_NOISE_SENSITIVITY.rawValue), 0, "noise sensitivity"),
-            (Int32(VP8E_SET_STATIC_THRESHOLD.rawValue), 1, "static threshold"),
+            (Int32(VP8E_SET_STATIC_THRESHOLD.rawValue), Int32(configuration.staticThreshold), "static threshold"),
             (Int32(VP8E_SET_TOKEN_PARTITIONS.rawValue), Int32(VP8_ONE_TOKENPARTITION.rawValue), "token partitions"),
             // A key frame may use this share of the per-frame budget (WebRTC: buffer 0.5 s × fps / 2).
             (Int32(VP8E_SET_MAX_INTRA_BITRATE_PCT.rawValue), Int32(max(300, configuration.framesPerSecond * 25)), "max intra bit rate"),
@@ -221,6 +233,44 @@ public final class VP8Encoder {
         guard status == VPX_CODEC_OK else { throw .reconfigurationFailed(vpxErrorText(context, status)) }
         settings = config
         configuration.bitrate = bitrate
+    }
+
+    /// Changes libvpx's speed (cpu-used, -16...16) from the next frame on.
+    public func setCPUUsed(_ cpuUsed: Int) throws(VP8CodecError) {
+        guard (-16...16).contains(cpuUsed) else { throw .invalidConfiguration("cpu-used \(cpuUsed) is outside -16...16") }
+        guard cpuUsed != configuration.cpuUsed else { return }
+        if isOpen {
+            let status = tessera_vpx_control_int(context, Int32(VP8E_SET_CPUUSED.rawValue), Int32(cpuUsed))
+            guard status == VPX_CODEC_OK else { throw .reconfigurationFailed(vpxErrorText(context, status)) }
+        }
+        configuration.cpuUsed = cpuUsed
+    }
+
+    /// Codes the VP8 version `profile` (0...3, `Configuration.profile`) from the next picture on:
+    /// the encoder restarts, so that picture is a key frame (which carries the version).
+    public func setProfile(_ profile: Int) throws(VP8CodecError) {
+        guard profile != configuration.profile else { return }
+        var next = configuration
+        next.profile = profile
+        try next.validate()
+        if isOpen {
+            vpx_codec_destroy(context)
+            isOpen = false
+        }
+        configuration = next
+        context.initialize(to: vpx_codec_ctx_t())
+        try open()
+    }
+
+    /// Changes libvpx's static threshold (`Configuration.staticThreshold`) from the next frame on.
+    public func setStaticThreshold(_ threshold: Int) throws(VP8CodecError) {
+        guard (0...100_000).contains(threshold) else { throw .invalidConfiguration("static threshold \(threshold) is outside 0...100000") }
+        guard threshold != configuration.staticThreshold else { return }
+        if isOpen {
+            let status = tessera_vpx_control_int(context, Int32(VP8E_SET_STATIC_THRESHOLD.rawValue), Int32(threshold))
+            guard status == VPX_CODEC_OK else { throw .reconfigurationFailed(vpxErrorText(context, status)) }
+        }
+        configuration.staticThreshold = threshold
     }
 
     /// Encodes one picture. Usually one frame comes out; none if libvpx holds it back.

@@ -28,13 +28,14 @@ final class HostedRoom {
     private let timer: DeadlineTimer
     /// One encoder thread per composite encoding, with the generation it serves.
     private var encoders: [CompositeEncoding.Kind: (generation: Int, worker: VideoEncodeWorker)] = [:]
-    /// Frames the encoders encoded before they stopped, by kind (for metrics).
-    private var retiredFramesEncoded: [CompositeEncoding.Kind: Int] = [:]
     /// The host's decode workers, and the room's streams they decode now.
     private let decoders: VideoDecodePool
     private var decodeStreams: Set<VideoDecodeStream> = []
     /// Where the workers put the room's decode results (it holds the room weakly).
     private let inbox = DecodeInbox(nil)
+    /// What the encoders did before they stopped, by kind (for metrics: an encoder stops while
+    /// nobody receives the composite, and the next starts anew).
+    private var retired: [CompositeEncoding.Kind: VideoEncodeWorker.Statistics] = [:]
     /// Recordings in progress, by id.
     private var recordings: [String: (file: String, recorder: TrackRecorder)] = [:]
     /// Every recording's start and end, kept after the room closes.
@@ -50,7 +51,7 @@ final class HostedRoom {
     private var viewers: [String: String] = [:]
 
     init(name: String, configuration: RoomConfiguration, port: MediaPort, events: RoomEventHub, recordingLog: RecordingLog,
-         decoders: VideoDecodePool, log: HostLog, onClose: @escaping (HostedRoom) -> Void) {
+         decoders: VideoDecodePool, log: HostLog, hostLoad: HostLoadMeter = HostLoadMeter(), onClose: @escaping (HostedRoom) -> Void) {
         self.recordingLog = recordingLog
         self.decoders = decoders
         self.log = log
@@ -69,6 +70,7 @@ final class HostedRoom {
         timer.action = { [weak self] now in
             guard let self else { return }
             self.applyDecoded(now: now)
+            self.room.setHostLoad(hostLoad.sample(now: now))
             self.room.handleTimeout(now: now)
             self.carryOut()
         }
@@ -252,7 +254,8 @@ final class HostedRoom {
             case .sendRTCP(let id, let bytes):
                 if let peer = peers[id] { sent = port.sendRTCP(bytes, to: peer) || sent }
             case .encode(let request):
-                encoder(for: request).submit(.init(picture: request.picture, keyFrame: request.keyFrame))
+                encoder(for: request).submit(.init(picture: request.picture, keyFrame: request.keyFrame, cpuUsed: request.configuration.cpuUsed,
+                                                           profile: request.configuration.profile))
             case .stopEncoder(let kind):
                 stopEncoder(kind)
             case .decode(let request):
@@ -311,10 +314,10 @@ final class HostedRoom {
         let target = WeakHostedRoom(self)
         let loop = self.loop
         let worker = VideoEncodeWorker(name: "tessera-video-\(kind.rawValue)", configuration: request.configuration,
-                                       scaledTo: request.scaledTo, log: log, room: name) { frames, _ in
+                                       scaledTo: request.scaledTo, log: log, room: name) { delivery, _ in
             loop.execute {
                 guard let hosted = target.room else { return }
-                hosted.room.encoded(frames, kind: kind, generation: generation, now: loop.clock.now())
+                hosted.room.encoded(delivery.frames, kind: kind, generation: generation, encodeTime: delivery.encodeTime, now: loop.clock.now())
                 hosted.carryOut()
             }
         }
@@ -324,16 +327,23 @@ final class HostedRoom {
 
     private func stopEncoder(_ kind: CompositeEncoding.Kind) {
         guard let running = encoders.removeValue(forKey: kind) else { return }
-        retiredFramesEncoded[kind, default: 0] += running.worker.statistics.framesEncoded
         running.worker.stop()
+        retired[kind] = (retired[kind] ?? .init()).adding(running.worker.statistics)
     }
 
-    /// The main encoder's counters; nil before it encoded a picture.
-    var encodeStatistics: VideoEncodeWorker.Statistics? { encoders[.main]?.worker.statistics }
+    /// The main encoders' counters in this room (those stopped and the one running); nil before
+    /// one was started.
+    var encodeStatistics: VideoEncodeWorker.Statistics? {
+        let running = encoders[.main]?.worker.statistics
+        guard let past = retired[.main] else { return running }
+        return running.map { past.adding($0) } ?? past
+    }
     /// Frames the encoding of `kind` encoded in this room.
     func framesEncoded(_ kind: CompositeEncoding.Kind) -> Int {
-        (retiredFramesEncoded[kind] ?? 0) + (encoders[kind]?.worker.statistics.framesEncoded ?? 0)
+        (retired[kind]?.framesEncoded ?? 0) + (encoders[kind]?.worker.statistics.framesEncoded ?? 0)
     }
+    /// Whether an encoder thread of `kind` runs now.
+    func encoderRunning(_ kind: CompositeEncoding.Kind) -> Bool { encoders[kind] != nil }
 
     // MARK: Recordings
 

@@ -33,6 +33,8 @@ final class RoomDirectory {
     /// The decode workers every room shares; made with the first room.
     private var decodePool: VideoDecodePool?
     var decoders: VideoDecodePool? { decodePool }
+    /// The host's load, which every room's encoder speed reads.
+    let hostLoad = HostLoadMeter()
 
     init(limits: Limits, video: HostConfig.Video = HostConfig.Video(), faults: Set<HostConfig.Testing.Fault> = [], events: RoomEventHub,
          log: HostLog) {
@@ -73,12 +75,12 @@ final class RoomDirectory {
         let decoders = decodePool ?? VideoDecodePool(size: limits.decodeWorkers, loop: port.loop)
         decodePool = decoders
         let hosted = HostedRoom(name: name, configuration: configuration, port: port, events: events, recordingLog: recordings,
-                                decoders: decoders, log: log) { [weak self] closed in
+                                decoders: decoders, log: log, hostLoad: hostLoad) { [weak self] closed in
             self?.closedRoomsExpiredJoins += closed.expiredJoins
             if self?.rooms[closed.name] === closed { self?.rooms[closed.name] = nil }
         }
         rooms[name] = hosted
-        hosted.room.mixer.encoderComplexity = audioEncoderLoad.complexity
+        hosted.room.mixer.loadComplexity = audioEncoderLoad.complexity
         sampleLoadEverySecond(on: port.loop)
         return hosted
     }
@@ -101,8 +103,8 @@ final class RoomDirectory {
         guard let last = lastLoadSample, now > last.at else { return }
         loopBusy = min(1, max(0, (busy - last.busy) / (now - last.at)))
         let complexity = audioEncoderLoad.update(busy: loopBusy, now: now)
-        for hosted in rooms.values where hosted.room.mixer.encoderComplexity != complexity {
-            hosted.room.mixer.encoderComplexity = complexity
+        for hosted in rooms.values where hosted.room.mixer.loadComplexity != complexity {
+            hosted.room.mixer.loadComplexity = complexity
         }
     }
 

@@ -14,6 +14,17 @@ final class VideoEncodeWorker: @unchecked Sendable {
     struct Job: Sendable {
         var picture: I420Frame
         var keyFrame: Bool
+        /// libvpx's speed and the VP8 profile for this picture on (`CompositeEncoderSpeed`); nil
+        /// keeps the one in use. A new profile restarts the encoder (a key frame).
+        var cpuUsed: Int? = nil
+        var profile: Int? = nil
+    }
+
+    /// What one picture gave: its frames, and how long the encode took by the thread's wall
+    /// clock (scaling included), which the room's encoder speed rule reads.
+    struct Delivery: Sendable {
+        var frames: [EncodedVideoFrame]
+        var encodeTime: Duration
     }
 
     /// Counters, read from any thread.
@@ -28,6 +39,18 @@ final class VideoEncodeWorker: @unchecked Sendable {
         var failed = false
         var totalEncodeTime: Duration = .zero
         var longestEncode: Duration = .zero
+        /// These counters and `other`'s together (an encoder stopped, and the next).
+        func adding(_ other: Statistics) -> Statistics {
+            var sum = self
+            sum.framesEncoded += other.framesEncoded
+            sum.keyFramesEncoded += other.keyFramesEncoded
+            sum.picturesDropped += other.picturesDropped
+            sum.encodeErrors += other.encodeErrors
+            sum.failed = other.failed
+            sum.totalEncodeTime += other.totalEncodeTime
+            sum.longestEncode = max(longestEncode, other.longestEncode)
+            return sum
+        }
         /// Mean encode time per picture, milliseconds.
         var meanEncodeMilliseconds: Double {
             framesEncoded == 0 ? 0 : Double(totalEncodeTime.nanosecondsClamped) / 1e6 / Double(framesEncoded)
@@ -54,7 +77,7 @@ final class VideoEncodeWorker: @unchecked Sendable {
     /// `scaledTo`, pictures of another size are scaled to it on the thread before encoding. An
     /// encoder that cannot start is logged to `log` (for `room`).
     init(name: String, configuration: VP8Encoder.Configuration, scaledTo size: VideoSize? = nil, log: HostLog = HostLog(), room: String? = nil,
-         deliver: @escaping @Sendable ([EncodedVideoFrame], ID) -> Void) {
+         deliver: @escaping @Sendable (Delivery, ID) -> Void) {
         let id = self.id
         let thread = Thread { [self] in run(configuration: configuration, size: size, log: log, room: room) { deliver($0, id) } }
         thread.name = String(name.prefix(15))
@@ -88,7 +111,7 @@ final class VideoEncodeWorker: @unchecked Sendable {
     }
 
     private func run(configuration: VP8Encoder.Configuration, size: VideoSize?, log: HostLog, room: String?,
-                     deliver: @Sendable ([EncodedVideoFrame]) -> Void) {
+                     deliver: @Sendable (Delivery) -> Void) {
         // Made once: an encoder that cannot start ends the worker (counted and logged), rather
         // than being tried again for every picture.
         let encoder: VP8Encoder
@@ -111,6 +134,14 @@ final class VideoEncodeWorker: @unchecked Sendable {
             let job = queue.removeFirst()
             condition.unlock()
             if job.keyFrame { encoder.requestKeyFrame() }
+            if let cpuUsed = job.cpuUsed, cpuUsed != encoder.configuration.cpuUsed {
+                // A speed libvpx refuses leaves the one in use: the pictures still encode.
+                do { try encoder.setCPUUsed(cpuUsed) } catch { condition.withLock { counters.encodeErrors += 1 } }
+            }
+            if let profile = job.profile, profile != encoder.configuration.profile {
+                // A restart that fails leaves the encoder closed: the next picture tries again.
+                do { try encoder.setProfile(profile) } catch { condition.withLock { counters.encodeErrors += 1 } }
+            }
             let began = clock.now
             let picture = size.map { job.picture.scaled(width: $0.width, height: $0.height) } ?? job.picture
             let frames: [EncodedVideoFrame]
@@ -126,7 +157,7 @@ final class VideoEncodeWorker: @unchecked Sendable {
                 counters.totalEncodeTime += elapsed
                 counters.longestEncode = max(counters.longestEncode, elapsed)
             }
-            if !frames.isEmpty { deliver(frames) }
+            if !frames.isEmpty { deliver(Delivery(frames: frames, encodeTime: elapsed)) }
         }
     }
 }

@@ -1,3 +1,4 @@
+import Conference
 import Foundation
 import Media
 import Wire
@@ -77,10 +78,69 @@ func benchVP8CpuUsed() throws -> Measurement {
 
 enum BenchMediaError: Error { case noResult }
 
+/// A room's composite as `tessera load` makes it: 1280x720, four tiles of flat colour, each with
+/// a white square moving along its bottom and a row of blocks that change every frame.
+func benchCompositePictures(count: Int = 60) -> [I420Frame] {
+    let colours = [YUVColor(red: 200, green: 40, blue: 40), YUVColor(red: 40, green: 180, blue: 40),
+                   YUVColor(red: 40, green: 40, blue: 200), YUVColor(red: 200, green: 180, blue: 40)]
+    return (0..<count).map { index in
+        var picture = I420Frame(width: 1280, height: 720, color: .black, timestamp: .milliseconds(UInt64(index) * 33))
+        for tile in 0..<4 {
+            let (x, y) = ((tile % 2) * 640, (tile / 2) * 360)
+            picture.fill(PixelRect(x: x, y: y, width: 640, height: 360), with: colours[tile])
+            picture.fill(PixelRect(x: x + ((index * 16) % 560) & ~1, y: y + 280, width: 64, height: 64), with: YUVColor(y: 235, u: 128, v: 128))
+            for bit in 0..<6 where (index >> bit) & 1 == 1 {
+                picture.fill(PixelRect(x: x + 80 + bit * 80, y: y + 160, width: 64, height: 40), with: YUVColor(y: 16, u: 128, v: 128))
+            }
+        }
+        return picture
+    }
+}
+
+/// The composite encoder's speed steps (`CompositeEncoderSpeed.steps`) at 1280x720 1.5 Mbit/s, and
+/// cpu-used -16 beside them: on a composite like a load room's, what a frame costs to encode and
+/// to decode (a receiver's cost), and the luma PSNR on the panning texture (`benchPictures`).
+func benchVP8CompositeSpeed() throws -> [Measurement] {
+    let pictures = benchCompositePictures()
+    var results: [Measurement] = []
+    let cases = CompositeEncoderSpeed.steps.map { ($0.profile, $0.cpuUsed) } + [(0, -16), (3, -16)]
+    for (profile, cpuUsed) in cases {
+        let encoder = try VP8Encoder(.init(width: 1280, height: 720, framesPerSecond: 30, bitrate: 1_500_000, cpuUsed: cpuUsed,
+                                           profile: profile))
+        let decoder = try VP8Decoder()
+        var decodeTime = Duration.zero, decoded = 0
+        let clock = ContinuousClock()
+        for picture in pictures.prefix(30) {
+            for frame in try encoder.encode(picture) { _ = try? decoder.decode(frame.data, timestamp: frame.captureTime) }
+        }
+        var index = 0, bytes = 0, frames = 0
+        let result = try measure("composite 720p profile \(profile) cpu \(cpuUsed)", unit: " frame/s", roundTime: .milliseconds(400)) {
+            var picture = pictures[index % pictures.count]
+            picture.timestamp = .milliseconds(UInt64(index + 30) * 33)
+            index += 1
+            for frame in try encoder.encode(picture) {
+                bytes += frame.data.count
+                frames += 1
+                let began = clock.now
+                _ = try? decoder.decode(frame.data, timestamp: frame.captureTime)
+                decodeTime += clock.now - began
+                decoded += 1
+            }
+        }
+        let median = result.rounds.sorted()[result.rounds.count / 2]
+        let psnr = try lumaPSNR(width: 1280, height: 720, bitrate: 1_500_000, cpuUsed: cpuUsed, profile: profile)
+        let decodeMilliseconds = decoded == 0 ? 0 : decodeTime.seconds * 1000 / Double(decoded)
+        results.append(Measurement(what: String(format: "720p composite p%d cpu %d: %.2f ms, decode %.2f, %.0f B, %.1f dB",
+                                                profile, cpuUsed, 1000 / median, decodeMilliseconds, Double(bytes) / Double(max(1, frames)), psnr),
+                                   unit: result.unit, rounds: result.rounds))
+    }
+    return results
+}
+
 /// The mean luma PSNR of 90 frames (3 s at 30 fps) through encoder and decoder, after the first 30.
-func lumaPSNR(width: Int, height: Int, bitrate: Int, cpuUsed: Int) throws -> Double {
+func lumaPSNR(width: Int, height: Int, bitrate: Int, cpuUsed: Int, profile: Int = 0) throws -> Double {
     let pictures = benchPictures(width: width, height: height)
-    let encoder = try VP8Encoder(.init(width: width, height: height, bitrate: bitrate, cpuUsed: cpuUsed))
+    let encoder = try VP8Encoder(.init(width: width, height: height, bitrate: bitrate, cpuUsed: cpuUsed, profile: profile))
     let decoder = try VP8Decoder()
     var total = 0.0, counted = 0
     for index in 0..<120 {

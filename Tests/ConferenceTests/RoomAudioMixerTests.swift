@@ -318,22 +318,32 @@ extension RoomAudioMixerTests {
         #expect(rule.complexity == 5, "no higher than configured")
     }
 
-    /// A change reaches the encoders running, and those started after.
-    @Test func theMixerAppliesItToEveryEncoder() throws {
+    /// The host's load and the room's encoder step each bound it; the lower holds, and reaches
+    /// every running encoder at its next frame.
+    @Test func theMixerAppliesTheLowerBoundToEveryEncoder() throws {
         let mixer = RoomAudioMixer<String>()
         let speaker = try AudioReceiver(channels: 1), encoder = try OpusEncoder(.init(channels: 1, bitrate: 32_000))
         mixer.add("speaker", receiver: speaker)
         mixer.add("listener", receiver: nil)
-        for tick in 0..<10 {
-            let now = Instant(nanoseconds: 1_000_000_000) + .milliseconds(20 * tick)
-            speaker.receive(payload: try encoder.encode(toneFrame(440, frame: tick, amplitude: 8000)), sequenceNumber: UInt16(tick),
-                            timestamp: UInt32(tick * 960), arrival: now)
-            _ = mixer.tick(now: now)
+        var tick = 0
+        func run(_ ticks: Int) throws {
+            for _ in 0..<ticks {
+                let now = Instant(nanoseconds: 1_000_000_000) + .milliseconds(20 * tick)
+                speaker.receive(payload: try encoder.encode(toneFrame(440, frame: tick, amplitude: 8000)), sequenceNumber: UInt16(tick),
+                                timestamp: UInt32(tick * 960), arrival: now)
+                _ = mixer.tick(now: now)
+                tick += 1
+            }
         }
+        try run(10)
         #expect(mixer.runningEncoderComplexities == [5, 5])
-        mixer.encoderComplexity = 1
+        mixer.loadComplexity = 1
+        try run(1)
         #expect(mixer.runningEncoderComplexities == [1, 1])
-        mixer.encoderComplexity = 42
-        #expect(mixer.encoderComplexity == 10)
+        mixer.setComplexity(3)
+        #expect(mixer.complexity == 1, "the load's bound is the lower")
+        mixer.loadComplexity = 42
+        try run(1)
+        #expect(mixer.complexity == 3 && mixer.runningEncoderComplexities == [3, 3], "now the step's")
     }
 }

@@ -76,7 +76,7 @@ final class MemoryPeer {
     static let cameraSize = VideoSize(width: 160, height: 96)
 
     init(identity: String, tone: Double, colour: YUVColor, index: Int, impairment: NetEm<WirePacket>.Impairment, seed: UInt64,
-         receiveOnly: Bool = false, now: Instant) throws {
+         receiveOnly: Bool = false, sendOnly: Bool = false, now: Instant) throws {
         self.identity = identity
         self.tone = tone
         self.colour = colour
@@ -85,8 +85,9 @@ final class MemoryPeer {
         let rtxSSRC = audioSSRC + 2
         self.index = index
         offer = ClientOffer(ice: ICECredentials.random(), fingerprint: CertificateFingerprint(algorithm: "sha-256", digest: Array(repeating: 7, count: 32)),
-                            cname: identity, sections: [.opus(mid: "0", ssrc: audioSSRC, direction: receiveOnly ? .recvonly : .sendrecv),
-                                                        .vp8(mid: "1", ssrc: videoSSRC, rtxSSRC: rtxSSRC, direction: receiveOnly ? .recvonly : .sendrecv)])
+                            cname: identity, sections: [.opus(mid: "0", ssrc: audioSSRC, direction: receiveOnly ? .recvonly : sendOnly ? .sendonly : .sendrecv),
+                                                        .vp8(mid: "1", ssrc: videoSSRC, rtxSSRC: rtxSSRC,
+                                                             direction: receiveOnly ? .recvonly : sendOnly ? .sendonly : .sendrecv)])
         sends = !receiveOnly
         negotiated = try negotiate(offer: offer.description, host: Self.host(index: index, mids: ["0", "1"]))
         hostAudioSSRC = negotiated.media.first { $0.kind == .audio }?.hostSender.map { SSRC(rawValue: $0.ssrc) }
@@ -394,6 +395,13 @@ final class RoomHarness {
     /// Decode jobs the room asked for (stream, job, and whether it was held), and streams it stopped.
     private(set) var decodeJobs: [(stream: VideoDecodeStream, job: VideoDecodeJob, held: Bool)] = []
     private(set) var stoppedDecoders: [VideoDecodeStream] = []
+    /// Pictures the room asked to have encoded (`RoomOutput.encode`), and the libvpx speed of the last.
+    private(set) var encodeRequests = 0
+    private(set) var lastCPUUsed: Int?
+    private(set) var lastProfile: Int?
+    /// When set, the time each encode is said to take (`Room.encoded`'s `encodeTime`), in place
+    /// of none: a slow encoder's, on the manual clock.
+    var encodeTime: Duration?
     private let impairment: NetEm<WirePacket>.Impairment
     private let seed: UInt64
     private var nextAudio: Instant
@@ -420,9 +428,9 @@ final class RoomHarness {
 
     /// A participant joins; its transport is up at once (the handshake is not what this tests).
     @discardableResult
-    func join(_ identity: String, tone: Double, colour: YUVColor) throws -> MemoryPeer {
+    func join(_ identity: String, tone: Double, colour: YUVColor, sendOnly: Bool = false) throws -> MemoryPeer {
         let peer = try MemoryPeer(identity: identity, tone: tone, colour: colour, index: peers.count, impairment: impairment,
-                                  seed: seed &+ UInt64(peers.count) &* 97, now: now)
+                                  seed: seed &+ UInt64(peers.count) &* 97, sendOnly: sendOnly, now: now)
         peer.id = "p-\(identity)"
         room.join(id: peer.id, identity: identity, name: nil, negotiated: peer.negotiated, seed: seed &+ UInt64(peers.count), now: now)
         room.connected(peer.id)
@@ -519,9 +527,15 @@ final class RoomHarness {
                     encoders[request.kind] = (request.generation, try VP8Encoder(request.configuration), request.scaledTo)
                 }
                 guard let encoder = encoders[request.kind] else { continue }
+                encodeRequests += 1
+                lastCPUUsed = request.configuration.cpuUsed
+                lastProfile = request.configuration.profile
+                try encoder.encoder.setCPUUsed(request.configuration.cpuUsed)
+                try encoder.encoder.setProfile(request.configuration.profile)
                 if request.keyFrame { encoder.encoder.requestKeyFrame() }
                 let picture = encoder.scaledTo.map { request.picture.scaled(width: $0.width, height: $0.height) } ?? request.picture
-                room.encoded(try encoder.encoder.encode(picture), kind: request.kind, generation: request.generation, now: now)
+                room.encoded(try encoder.encoder.encode(picture), kind: request.kind, generation: request.generation,
+                             encodeTime: encodeTime ?? .zero, now: now)
             case .stopEncoder(let kind):
                 encoders[kind] = nil
             case .decode(let request):

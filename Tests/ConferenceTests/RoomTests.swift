@@ -394,6 +394,76 @@ import WireTesting
         #expect(harness.encodersRunning == 1 && c.picturesDecoded > 5)
     }
 
+    /// Guests that only send (sendonly: nobody receives the composite) and no recording: nothing
+    /// is drawn, no picture goes to an encoder and no encoder runs, though their cameras arrive.
+    @Test func aRoomNobodyReceivesOrRecordsEncodesNothing() throws {
+        let harness = RoomHarness()
+        try harness.join("a", tone: 440, colour: Self.red, sendOnly: true)
+        try harness.join("b", tone: 660, colour: Self.green, sendOnly: true)
+        try harness.run(for: .seconds(2))
+        #expect(harness.room.participants.allSatisfy { ($0.inbound.cameraStatistics?.framesDecoded ?? 0) > 10 })
+        #expect(harness.encodeRequests == 0 && harness.encodersRunning == 0 && !harness.room.encodersRunning)
+        #expect(harness.room.framesComposed == 0 && harness.room.framesSent == 0)
+    }
+
+    /// The only receiver leaves: the encoder stops at the next tick and no picture is encoded
+    /// while only sendonly guests remain. A receiver that joins later gets a fresh encoder's key
+    /// frame and sees the room.
+    @Test func theEncoderStopsWhenTheLastReceiverLeavesAndStartsForTheNext() throws {
+        let harness = RoomHarness()
+        try harness.join("a", tone: 440, colour: Self.red, sendOnly: true)
+        let b = try harness.join("b", tone: 660, colour: Self.green)
+        try harness.run(for: .seconds(1))
+        #expect(harness.encodersRunning == 1 && harness.encodeRequests > 10)
+        try harness.leave(b)
+        try harness.run(for: .milliseconds(200))
+        let requests = harness.encodeRequests, composed = harness.room.framesComposed
+        #expect(harness.encodersRunning == 0 && !harness.room.encodersRunning)
+        try harness.run(for: .seconds(2))
+        #expect(harness.encodeRequests == requests && harness.room.framesComposed == composed, "nothing encoded or drawn for nobody")
+        let c = try harness.join("c", tone: 880, colour: Self.blue)
+        try harness.run(for: .seconds(1))
+        #expect(harness.encodersRunning == 1 && c.picturesDecoded > 5)
+        expectSees(c, [(x: 0.25, y: 0.5, colour: Self.red), (x: 0.75, y: 0.5, colour: Self.blue)])
+    }
+
+    /// A recording of a room nobody receives draws the composite (the recorder encodes it with
+    /// its own encoder) but asks no composite encoder for a picture.
+    @Test func aRecordedRoomNobodyReceivesDrawsButDoesNotEncode() throws {
+        let harness = RoomHarness()
+        try harness.join("a", tone: 440, colour: Self.red, sendOnly: true)
+        _ = try harness.act { room, _ in room.startRoomMix() }
+        try harness.run(for: .seconds(1))
+        #expect(harness.room.framesComposed > 10)
+        #expect(harness.encodeRequests == 0 && harness.encodersRunning == 0)
+    }
+
+    /// Encodes that take 80 % of the frame interval (a host short of cores) make the room ask
+    /// its encoder for a cheaper setting each second (VP8 profile 1, then 3: the encoder restarts
+    /// with a key frame; at the last step the mixes go to Opus complexity 1), and the receivers
+    /// still get every picture, see the room and hear the others; quick encodes bring it back one
+    /// step per 10 s.
+    @Test func slowEncodesMakeTheRoomAskForAFasterEncoder() throws {
+        let (harness, a, _, _) = try threeInARoom()
+        try harness.run(for: .seconds(1))
+        #expect(harness.lastProfile == 0 && harness.lastCPUUsed == -6)
+        harness.encodeTime = .milliseconds(53)  // of 67 ms at 15 fps
+        try harness.run(for: .milliseconds(1500))
+        #expect([1, 3].contains(harness.lastProfile ?? 0), "a step a second: \(String(describing: harness.lastProfile))")
+        try harness.run(for: .seconds(1))
+        let before = a.picturesDecoded, cheaper = harness.now + .seconds(1)
+        try harness.run(for: .seconds(4))
+        #expect(harness.lastProfile == 3 && harness.room.encoderSpeed.stepsFaster == 2)
+        #expect(harness.room.mixer.complexity == 1)
+        expectHears(a, since: cheaper, heard: [660, 880], silent: [440])
+        #expect((57...61).contains(a.picturesDecoded - before), "\(a.picturesDecoded - before) pictures in 4 s at 15 fps")
+        expectSees(a, Self.grid3(Self.red, Self.green, Self.blue))
+        harness.encodeTime = .milliseconds(5)
+        try harness.run(for: .seconds(13))
+        #expect(harness.lastProfile == 1 && harness.room.mixer.complexity == 5)
+        expectSees(a, Self.grid3(Self.red, Self.green, Self.blue))
+    }
+
     /// The same room over a network that loses 5 % of packets and adds up to 30 ms of jitter
     /// each way: the host repairs what it receives (NACK, RTX from the peers) and answers the
     /// peers' NACKs about the composite from its history; the peers conceal lost audio and ask

@@ -147,9 +147,9 @@ final class EchoLoopbackClient {
     }
 
     /// POST (to `path`), then ICE and DTLS until `.secure`, within `timeout`.
-    func connect(timeout: Duration = .seconds(3), path: String = "/v1/echo") throws {
+    func connect(timeout: Duration = .seconds(3), path: String = "/v1/echo", offer: SessionDescription? = nil) throws {
         let deadline = clock.now() + timeout
-        try post(path: path)
+        try post(offer, path: path)
         try startTransport()
         let secure = pump(until: deadline) { self.transport?.isSecure == true || self.transport?.failure != nil }
         if let failure = transport?.failure { throw Failure.transport("\(failure)") }

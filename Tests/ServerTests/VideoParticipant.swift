@@ -45,7 +45,8 @@ final class VideoParticipant {
         encoder = try VP8Encoder(.init(width: 320, height: 180, framesPerSecond: 15, bitrate: 300_000, cpuUsed: -8))
         sender = try #require(VideoSender(payloadType: PayloadType(client.video.payloadType), ssrc: SSRC(client.video.ssrc)))
         receiver = try VideoReceiver()
-        hostVideo = try #require(client.answer?.hostSSRCs[client.video.mid])
+        // A sendonly guest is sent no composite: no host SSRC (0 matches nothing it receives).
+        hostVideo = client.answer?.hostSSRCs[client.video.mid] ?? 0
         start = client.clock.now()
         opus = try OpusEncoder(.init(channels: 1, bitrate: 32_000))
         receiver.onKeyFrameNeeded = { [unowned self] in keyFrameWanted = true }

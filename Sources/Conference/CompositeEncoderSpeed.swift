@@ -1,0 +1,149 @@
+import Wire
+
+/// How much work a room's composite encoders do per picture, chosen so that the room keeps its
+/// frame rate on a host shared with other rooms. The canvas and the frame rate are the config's
+/// or the template's (docs/api.md): what gives way under load is the encoder's effort, in steps
+/// of the VP8 version (profile) it codes, which decides its loop filter and prediction filters
+/// (RFC 6386 §9.1; every VP8 decoder takes all four), the one setting measured to make the
+/// composite cheaper (`tessera bench vp8-composite-speed`: libvpx's cpu-used beyond -6 is not).
+/// Sans-IO: encode times, the media loop's lateness and the host's load come in with the time.
+///
+/// The rule (docs/config.md, "Many rooms"), evaluated once a second:
+/// - the room's *encode share* is the time its encoders spent encoding in the last second (every
+///   encoding it runs, by the wall clock of their threads, so a machine short of cores shows as
+///   longer encodes) over that second;
+/// - one step faster when the encode share is over `fasterShare` (half a core), or the video tick
+///   came on average more than `fasterLateness` of a frame interval late (the media loop is
+///   behind), or the host's process uses more than `fasterHostLoad` of the machine's cores;
+/// - one step slower (better pictures) after `calmPeriod` (10 s) in which every second had an
+///   encode share under `slowerShare`, ticks on time and a host load under `slowerHostLoad`;
+/// - a room starts at the step its canvas's pixel rate calls for (`startingStep`).
+public struct CompositeEncoderSpeed: Sendable, Equatable {
+    /// One step: the VP8 profile and libvpx's cpu-used, and the Opus complexity of the room's
+    /// mixes (at most the configured one), which the media loop encodes.
+    public struct Setting: Sendable, Equatable {
+        public let profile: Int
+        public let cpuUsed: Int
+        public let mixComplexity: Int
+
+        public init(profile: Int, cpuUsed: Int, mixComplexity: Int = 5) {
+            self.profile = profile
+            self.cpuUsed = cpuUsed
+            self.mixComplexity = mixComplexity
+        }
+    }
+
+    /// The steps, the best pictures for their bits first, each cheaper than the one before
+    /// (a 1280x720 composite like a load room's, `tessera bench vp8-composite-speed`): profile 0
+    /// (six-tap prediction, the normal loop filter) about 3.5 ms a picture, profile 1 (bilinear,
+    /// the simple loop filter) about 2.4 ms, profile 3 (full-pixel chroma, no loop filter) about
+    /// 1.7 ms, and cheaper to decode for every receiver too. cpu-used stays at -6, the measured
+    /// best (`VP8Encoder.Configuration.cpuUsed`). A change of profile restarts the encoder, so its
+    /// next frame is a key frame. The last step also encodes the mixes at Opus complexity 1
+    /// (the media loop's largest cost after decoding the cameras: a room of four encodes 200 mix
+    /// frames a second).
+    public static let steps = [Setting(profile: 0, cpuUsed: -6), Setting(profile: 1, cpuUsed: -6),
+                               Setting(profile: 3, cpuUsed: -6, mixComplexity: 1)]
+    public static let fasterShare = 0.5
+    public static let slowerShare = 0.25
+    /// Of a frame interval.
+    public static let fasterLateness = 0.5
+    public static let slowerLateness = 0.25
+    /// Of the machine's cores.
+    public static let fasterHostLoad = 0.85
+    public static let slowerHostLoad = 0.6
+    public static let window: Duration = .seconds(1)
+    public static let calmPeriod: Duration = .seconds(10)
+    /// A canvas over this many pixels a second (1280×720 at 30 fps) starts one step faster, and
+    /// one over four times that (above 1920×1080 at 60 fps) two.
+    public static let startingPixelRate = 1280 * 720 * 30
+
+    /// The step in `steps` in use now.
+    public private(set) var step: Int
+    /// Steps taken, faster and slower (for metrics).
+    public private(set) var stepsFaster = 0
+    public private(set) var stepsSlower = 0
+    /// The last full second's encode share and mean tick lateness (of a frame interval).
+    public private(set) var lastShare: Double?
+    public private(set) var lastLateness: Double?
+
+    private var windowStart: Instant?
+    private var encodeTime: Duration = .zero
+    private var lateness: Duration = .zero
+    private var ticks = 0
+    private var hostLoad: Double?
+    private var calmSince: Instant?
+
+    /// The setting of `step`.
+    public var setting: Setting { Self.steps[step] }
+    public var cpuUsed: Int { setting.cpuUsed }
+    public var profile: Int { setting.profile }
+
+    /// Starts at the step a canvas of `width` × `height` at `fps` calls for.
+    public init(width: Int, height: Int, fps: Int) {
+        step = Self.startingStep(width: width, height: height, fps: fps)
+    }
+
+    /// The first step for a canvas: 0 up to 1280×720 at 30 fps, 1 above, 2 above four times that.
+    public static func startingStep(width: Int, height: Int, fps: Int) -> Int {
+        let rate = width * height * fps
+        return rate > 4 * startingPixelRate ? 2 : rate > startingPixelRate ? 1 : 0
+    }
+
+    /// An encoder of the room spent `duration` on one picture.
+    public mutating func encoded(_ duration: Duration) {
+        encodeTime += duration
+    }
+
+    /// A video tick ran `lateness` after its deadline.
+    public mutating func ticked(lateness: Duration) {
+        self.lateness += max(.zero, lateness)
+        ticks += 1
+    }
+
+    /// The share of the machine's cores the host's process used over the last second or so
+    /// (nil: not known).
+    public mutating func setHostLoad(_ load: Double?) {
+        hostLoad = load
+    }
+
+    /// Ends a window when a second has passed since it began: applies the rule and starts the
+    /// next. True when the step changed.
+    @discardableResult
+    public mutating func evaluate(now: Instant, frameInterval: Duration) -> Bool {
+        guard let start = windowStart else {
+            windowStart = now
+            return false
+        }
+        let span = now - start
+        guard span >= Self.window else { return false }
+        let share = encodeTime.seconds / span.seconds
+        let late = ticks == 0 || frameInterval <= .zero ? 0 : lateness.seconds / Double(ticks) / frameInterval.seconds
+        lastShare = share
+        lastLateness = late
+        windowStart = now
+        encodeTime = .zero
+        lateness = .zero
+        ticks = 0
+        let pressed = share > Self.fasterShare || late > Self.fasterLateness || (hostLoad ?? 0) > Self.fasterHostLoad
+        let calm = share < Self.slowerShare && late < Self.slowerLateness && (hostLoad ?? 0) < Self.slowerHostLoad
+        if pressed {
+            calmSince = nil
+            guard step < Self.steps.count - 1 else { return false }
+            step += 1
+            stepsFaster += 1
+            return true
+        }
+        guard calm else {
+            calmSince = nil
+            return false
+        }
+        let since = calmSince ?? start
+        calmSince = since
+        guard now - since >= Self.calmPeriod, step > 0 else { return false }
+        step -= 1
+        stepsSlower += 1
+        calmSince = now
+        return true
+    }
+}

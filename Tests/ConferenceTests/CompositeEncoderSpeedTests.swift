@@ -1,0 +1,104 @@
+import Conference
+import Testing
+import Wire
+
+/// The rule that picks a room's composite encoder speed (`CompositeEncoderSpeed`), on a manual
+/// clock: a second at a time, with encode times, tick lateness and host load as given.
+@Suite struct CompositeEncoderSpeedTests {
+    static let frame: Duration = .milliseconds(33)
+
+    /// One second of a room at 30 fps: each picture took `encode`, each tick came `late`.
+    private func second(_ speed: inout CompositeEncoderSpeed, at now: inout Instant, encode: Duration, late: Duration = .zero,
+                        hostLoad: Double? = nil) -> Bool {
+        speed.setHostLoad(hostLoad)
+        var changed = false
+        for _ in 0..<30 {
+            now = now + Self.frame + .microseconds(334)
+            speed.ticked(lateness: late)
+            speed.encoded(encode)
+            changed = speed.evaluate(now: now, frameInterval: Self.frame) || changed
+        }
+        return changed
+    }
+
+    private func started(_ now: inout Instant) -> CompositeEncoderSpeed {
+        var speed = CompositeEncoderSpeed(width: 1280, height: 720, fps: 30)
+        speed.evaluate(now: now, frameInterval: Self.frame)  // opens the first window
+        return speed
+    }
+
+    @Test func theCanvasSetsTheFirstStep() {
+        #expect(CompositeEncoderSpeed(width: 640, height: 360, fps: 30).setting == .init(profile: 0, cpuUsed: -6))
+        #expect(CompositeEncoderSpeed(width: 1280, height: 720, fps: 30).step == 0)
+        #expect(CompositeEncoderSpeed(width: 1920, height: 1080, fps: 30).setting == .init(profile: 1, cpuUsed: -6))
+        #expect(CompositeEncoderSpeed(width: 3840, height: 2160, fps: 30).setting == .init(profile: 3, cpuUsed: -6, mixComplexity: 1))
+        #expect(CompositeEncoderSpeed.steps.map(\.profile) == [0, 1, 3])
+        #expect(CompositeEncoderSpeed.steps.map(\.mixComplexity) == [5, 5, 1])
+    }
+
+    /// Encodes taking 20 ms of every 33 ms (a share of 0.6) step to a cheaper setting once a
+    /// second, to the cheapest and no further; encodes of 5 ms (0.15) for 10 s step back one at a time.
+    @Test func slowEncodesStepFasterEachSecondAndCalmOnesBackEveryTenSeconds() {
+        var now = Instant.milliseconds(1000)
+        var speed = started(&now)
+        var seen: [Int] = []
+        for _ in 0..<4 {
+            _ = second(&speed, at: &now, encode: .milliseconds(20))
+            seen.append(speed.step)
+        }
+        #expect(seen == [1, 2, 2, 2])
+        #expect(speed.profile == 3)
+        #expect((speed.lastShare ?? 0) > 0.55)
+        var back: [Int] = []
+        for _ in 0..<21 {
+            _ = second(&speed, at: &now, encode: .milliseconds(5))
+            back.append(speed.step)
+        }
+        #expect(back.prefix(9).allSatisfy { $0 == 2 }, "\(back)")
+        #expect(back[9] == 1 && back[19] == 0, "one step back per 10 calm seconds: \(back)")
+        #expect(speed.stepsFaster == 2 && speed.stepsSlower == 2)
+    }
+
+    /// Between the two thresholds (a share of 0.35) nothing moves, and a calm run broken by one
+    /// such second starts its 10 s again.
+    @Test func aMiddleShareHoldsTheStepAndRestartsTheCalmPeriod() {
+        var now = Instant.milliseconds(1000)
+        var speed = started(&now)
+        _ = second(&speed, at: &now, encode: .milliseconds(20))
+        #expect(speed.step == 1)
+        for _ in 0..<8 { #expect(!second(&speed, at: &now, encode: .milliseconds(5))) }
+        #expect(!second(&speed, at: &now, encode: .milliseconds(12)))
+        for _ in 0..<9 { #expect(!second(&speed, at: &now, encode: .milliseconds(5))) }
+        #expect(speed.step == 1)
+        #expect(second(&speed, at: &now, encode: .milliseconds(5)))
+        #expect(speed.step == 0)
+    }
+
+    /// Quick encodes, but ticks 20 ms late (the media loop is behind) or a host using 90 % of
+    /// its cores: faster all the same.
+    @Test func aLateMediaLoopOrABusyHostStepsFaster() {
+        var now = Instant.milliseconds(1000)
+        var late = started(&now)
+        #expect(second(&late, at: &now, encode: .milliseconds(3), late: .milliseconds(20)))
+        #expect(late.step == 1 && (late.lastLateness ?? 0) > 0.5)
+        var busy = started(&now)
+        #expect(second(&busy, at: &now, encode: .milliseconds(3), hostLoad: 0.9))
+        #expect(busy.step == 1)
+        // A host at 70 %: neither faster nor, later, slower.
+        for _ in 0..<12 { #expect(!second(&busy, at: &now, encode: .milliseconds(3), hostLoad: 0.7)) }
+        #expect(busy.step == 1)
+    }
+
+    /// An encoder that stopped (nobody receives) reports nothing: the room drifts back to its
+    /// best speed, one step per 10 s.
+    @Test func noEncodesAtAllIsCalm() {
+        var now = Instant.milliseconds(1000)
+        var speed = started(&now)
+        for _ in 0..<3 { _ = second(&speed, at: &now, encode: .milliseconds(25)) }
+        #expect(speed.step == 2)
+        for _ in 0..<19 { _ = second(&speed, at: &now, encode: .zero) }
+        #expect(speed.step == 1)
+        _ = second(&speed, at: &now, encode: .zero)
+        #expect(speed.step == 0)
+    }
+}
