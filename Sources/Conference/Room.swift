@@ -241,6 +241,10 @@ public final class Room {
         mainRunning = false
         for kind in scaled.keys { emit(.stopEncoder(kind)) }
         scaled = [:]
+        for participant in participants {
+            participant.inbound.stopDecoders()
+            emitDecoding(participant)
+        }
     }
 
     /// Whether any composite encoder runs now (none while nobody receives the composite).
@@ -257,10 +261,6 @@ public final class Room {
         }
         for kind in scaled.keys { emit(.stopEncoder(kind)) }
         scaled = [:]
-        for participant in participants {
-            participant.inbound.stopDecoders()
-            emitDecoding(participant)
-        }
     }
 
     // MARK: Choices
