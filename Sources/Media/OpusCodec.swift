@@ -125,13 +125,6 @@ public final class OpusEncoder {
         try apply(next)
     }
 
-    /// Changes how hard the encoder works (0...10): the host lowers it under load.
-    public func setComplexity(_ complexity: Int) throws(OpusCodecError) {
-        var next = configuration
-        next.complexity = complexity
-        try apply(next)
-    }
-
     /// Changes the loss libopus plans FEC for (from receiver reports' fraction lost).
     public func setExpectedPacketLoss(percent: Int) throws(OpusCodecError) {
         var next = configuration

@@ -252,14 +252,7 @@ public final class VP8Encoder {
         guard profile != configuration.profile else { return }
         var next = configuration
         next.profile = profile
-        try next.validate()
-        if isOpen {
-            vpx_codec_destroy(context)
-            isOpen = false
-        }
-        configuration = next
-        context.initialize(to: vpx_codec_ctx_t())
-        try open()
+        try reopen(with: next)
     }
 
     /// Changes libvpx's static threshold (`Configuration.staticThreshold`) from the next frame on.
@@ -337,6 +330,11 @@ public final class VP8Encoder {
         var next = configuration
         next.width = width
         next.height = height
+        try reopen(with: next)
+    }
+
+    /// Restarts the encoder at `next` (its first frame is then a key frame).
+    private func reopen(with next: Configuration) throws(VP8CodecError) {
         try next.validate()
         if isOpen {
             vpx_codec_destroy(context)
