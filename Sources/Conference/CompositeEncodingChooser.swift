@@ -10,9 +10,9 @@ import Wire
 /// Down: when the estimate falls under the floor of the tier it gets (`floorShare` of that
 /// encoding's rate), it goes to the best tier whose floor the estimate still clears; under
 /// `pauseBelow` it gets no video until it recovers (its mix goes on). A queue building on its
-/// path is surer: the delay-based estimate over-using while less arrives than was sent
-/// (`arrivedShare` of it: a receiver whose own process is slow delays arrivals without losing
-/// any, and a still composite sends far under its tier's rate). It then goes to the best tier
+/// path is surer: the delay-based estimate over-using while packets arrive slower than they were
+/// sent (`deliveryShare`: a receiver whose own process is slow delays arrivals for a moment, and
+/// jitter alone moves them by its own size, not in proportion). It then goes to the best tier
 /// whose rate the delay-based estimate fits (`queueingShare`; an over-use sets that estimate to
 /// 85 % of what arrives: a climb that failed lands on the tier it came from).
 ///
@@ -59,8 +59,8 @@ public struct CompositeEncodingChooser {
     public static let probation: Duration = .seconds(3)
     /// Under a queue, a tier fits an estimate of at least this share of its rate.
     public static let queueingShare = 0.8
-    /// A queue counts when what arrived (transport-cc) is under this share of what was sent.
-    public static let arrivedShare = 0.8
+    /// A queue counts when packets arrive at under this share of the pace they were sent.
+    public static let deliveryShare = 0.8
     /// Loss over this share (in a report or in transport-cc feedback) is a shortfall (GCC: 10 %).
     public static let shortfallLoss = 0.10
 
@@ -151,13 +151,13 @@ public struct CompositeEncodingChooser {
         return max(Self.pauseBelow, Int(Double(rate) * Self.floorShare))
     }
 
-    /// Whether a queue builds on the path: the delay-based estimate over-uses and less arrives
-    /// than was sent.
+    /// Whether a queue builds on the path: the delay-based estimate over-uses and the packets
+    /// took longer to arrive than to send (`ReceiverBandwidthEstimate.deliveryRatio`). Read
+    /// from the same packets' send and arrival times, not from two rates over different
+    /// windows: under jitter and loss a frame's bytes fall on either side of a window's edge.
     private var queueing: Bool {
-        guard estimate.delayBased.usage == .overusing, let arrived = estimate.acknowledgedBitrate, let sent = sentBitsPerSecond else {
-            return false
-        }
-        return Double(arrived) < Self.arrivedShare * Double(sent)
+        guard estimate.delayBased.usage == .overusing, let ratio = estimate.deliveryRatio else { return false }
+        return ratio < Self.deliveryShare
     }
 
     /// The lowest delay-based estimate that keeps `tier` while a queue builds.

@@ -8,18 +8,26 @@ import Wire
 /// GCC for its camera) sees the path's delay and loss.
 ///
 /// Each feedback covers the numbers from the one after the last reported up to the highest
-/// arrived; a number that arrives after it was reported lost is not reported again (as
-/// libwebrtc's `RemoteEstimatorProxy`). Bounded: at most `maximumStatuses` numbers per feedback
-/// (the rest go in the next) and the same number of arrivals held.
+/// arrived. A number that arrives after it was reported lost (late, reordered by jitter) moves
+/// the next feedback's start back to it, so the sender learns it arrived (as libwebrtc's
+/// `RemoteEstimatorProxy`, whose window start goes back to the lowest number that arrives);
+/// arrivals stay held for `backWindow` after they were reported, so that feedback reports them
+/// again with their times. Bounded: at most `maximumStatuses` numbers per feedback (the rest go
+/// in the next) and the same number of arrivals held.
 public struct TransportFeedbackRecorder: Sendable {
     /// How often feedback goes out while packets arrive (libwebrtc's default: 100 ms).
     public static let interval: Duration = .milliseconds(100)
     /// Statuses per feedback packet at most; also the arrivals held.
     public static let maximumStatuses = 1024
+    /// How long an arrival is held after it was reported, for a late number's feedback.
+    public static let backWindow: Duration = .milliseconds(500)
 
     private var unwrapper = SequenceUnwrapper()
-    /// Arrival per unwrapped number not yet reported, oldest first.
+    /// Arrival per unwrapped number not yet reported, or reported within `backWindow`.
     private var arrivals: [Int64: Instant] = [:]
+    /// Numbers reported, with when, oldest first: when each leaves `arrivals`.
+    private var reported: [(sequence: Int64, at: Instant)] = []
+    private var reportedHead = 0
     /// The first number the next feedback covers.
     private var nextReported: Int64?
     private var highest: Int64?
@@ -35,9 +43,15 @@ public struct TransportFeedbackRecorder: Sendable {
     /// A packet with transport-wide sequence number `sequenceNumber` arrived at `now`.
     public mutating func packetArrived(sequenceNumber: UInt16, now: Instant) {
         let sequence = unwrapper.unwrap(sequenceNumber)
-        if let nextReported, sequence < nextReported { return }  // already reported
+        guard arrivals[sequence] == nil else { return }  // a duplicate
+        if let next = nextReported, sequence < next {
+            // Late: reported missing. Reported again from it, if the stretch fits one feedback.
+            guard let highest, highest - sequence < Int64(Self.maximumStatuses) else { return }
+            nextReported = sequence
+        }
         if nextReported == nil { nextReported = sequence }
-        guard arrivals.count < Self.maximumStatuses || arrivals[sequence] != nil else { return }
+        forgetReported(olderThan: Self.backWindow, now: now)
+        guard arrivals.count < Self.maximumStatuses else { return }
         arrivals[sequence] = now
         if pendingSince == nil { pendingSince = now }
         if sequence > highest ?? .min { highest = sequence }
@@ -82,9 +96,9 @@ public struct TransportFeedbackRecorder: Sendable {
             deltas.append(delta)
             previousTick = tick
         }
-        for sequence in first...end { arrivals[sequence] = nil }
+        for sequence in first...end where arrivals[sequence] != nil { reported.append((sequence, now)) }
         nextReported = end + 1
-        pendingSince = arrivals.isEmpty ? nil : now
+        pendingSince = highest > end ? now : nil
         lastFeedback = now
         let feedback = TransportCCFeedback(
             senderSSRC: senderSSRC, mediaSSRC: mediaSSRC, baseSequenceNumber: UInt16(truncatingIfNeeded: first),
@@ -93,5 +107,17 @@ public struct TransportFeedbackRecorder: Sendable {
         feedbackCount &+= 1
         feedbackSent += 1
         return feedback
+    }
+
+    /// Lets go of arrivals reported more than `age` before `now`.
+    private mutating func forgetReported(olderThan age: Duration, now: Instant) {
+        while reportedHead < reported.count, now - reported[reportedHead].at > age {
+            arrivals[reported[reportedHead].sequence] = nil
+            reportedHead += 1
+        }
+        if reportedHead > 256, reportedHead * 2 > reported.count {
+            reported.removeFirst(reportedHead)
+            reportedHead = 0
+        }
     }
 }

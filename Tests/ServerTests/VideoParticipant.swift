@@ -32,10 +32,12 @@ final class VideoParticipant {
     private let opus: OpusEncoder
     private var audioStart: Instant?
     private var audioSent = 0
-    /// Loss (1/256 units) reported about the host video SSRC in an RR every `reportInterval`;
-    /// nil sends none.
+    /// Loss (1/256 units) reported about the host video SSRC in an RR every `reportInterval`
+    /// (over 25 packets a report, in its cumulative lost); nil sends none.
     var reportedLoss: UInt8?
     private var lastReport: Instant?
+    private var reportedHighest: UInt32 = 1000
+    private var reportedCumulativeLoss = 0.0
     static let reportInterval: Duration = .milliseconds(200)
 
     init(name: String, client: EchoLoopbackClient, colour: YUVColor) throws {
@@ -73,7 +75,10 @@ final class VideoParticipant {
         }
         if let reportedLoss, lastReport.map({ now - $0 >= Self.reportInterval }) ?? true {
             lastReport = now
-            let block = ReceptionReport(ssrc: SSRC(hostVideo), fractionLost: reportedLoss)
+            reportedHighest += 25
+            reportedCumulativeLoss += 25 * Double(reportedLoss) / 256
+            let block = ReceptionReport(ssrc: SSRC(hostVideo), fractionLost: reportedLoss, cumulativeLost: Int32(reportedCumulativeLoss),
+                                        extendedHighestSequenceNumber: reportedHighest)
             client.sendRTCP(try RTCPPacket.serializeCompound([.receiverReport(ReceiverReport(ssrc: SSRC(client.video.ssrc), reports: [block]))]))
         }
     }

@@ -26,13 +26,22 @@ import Wire
         let firstArrivalMicroseconds = feedback.referenceTimeMilliseconds * 1_000 + Int64(feedback.receiveDeltas[0] ?? 0) * 250
         #expect(firstArrivalMicroseconds == Int64(at(0).nanoseconds / 1_000) / 250 * 250)
         #expect(recorder.pollFeedback(now: at(21), senderSSRC: 1, mediaSSRC: 2) == nil, "nothing new")
-        // A late arrival of the number reported lost is not reported again.
+        // The number reported lost arrives late: the next feedback starts from it again, and
+        // reports it and those after it that arrived (held for the back window) with their times.
         recorder.packetArrived(sequenceNumber: 1, now: at(30))
         recorder.packetArrived(sequenceNumber: 4, now: at(31))
         #expect(recorder.nextTimeout == at(120), "feedback at most every 100 ms")
         let polledAgain = recorder.pollFeedback(now: at(120), senderSSRC: 1, mediaSSRC: 2)
         let second = try #require(polledAgain)
-        #expect(second.baseSequenceNumber == 4 && second.receiveDeltas.count == 1)
+        #expect(second.baseSequenceNumber == 1 && second.receiveDeltas.map { $0 != nil } == [true, true, true, true])
+        // Reported once more, it is not reported again; past the back window the late number's
+        // stretch is not reported (its arrivals were let go).
+        #expect(recorder.pollFeedback(now: at(300), senderSSRC: 1, mediaSSRC: 2) == nil)
+        recorder.packetArrived(sequenceNumber: 5, now: at(1_000))
+        recorder.packetArrived(sequenceNumber: 65_533, now: at(1_001))
+        let polledLate = recorder.pollFeedback(now: at(1_001), senderSSRC: 1, mediaSSRC: 2)
+        let third = try #require(polledLate)
+        #expect(third.baseSequenceNumber == 65_533 && third.receiveDeltas.map { $0 != nil } == [true, false, false, false, false, false, false, false, true])
     }
 
     /// Hostile numbering (huge jumps) costs bounded work and never stalls the feedback.
