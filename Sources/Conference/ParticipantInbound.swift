@@ -73,6 +73,8 @@ public final class ParticipantInbound {
     /// Since when camera packets have come without completing a picture; nil while pictures come.
     private var videoStalledSince: Instant?
     private var cameraSSRC: SSRC?
+    /// The camera's simulcast layers and which one is decoded; nil for a camera sent as one stream.
+    public private(set) var cameraLayers: SimulcastLayerChoice?
     /// Sections (by mid) whose first media has arrived.
     private var published: Set<String> = []
     /// Decoded camera pictures waiting for the audio captured with them (lip sync).
@@ -92,10 +94,16 @@ public final class ParticipantInbound {
         receiver = PeerReceiver(localSSRC: SSRC(rawValue: sender?.ssrc ?? UInt32(truncatingIfNeeded: seed | 1)),
                                 cname: sender?.cname ?? "tessera", reducedSize: negotiated.media.allSatisfy(\.reducedSizeRTCP),
                                 seed: seed, now: now)
-        for section in inbound.sections {
-            if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc)) }
-        }
+        for section in inbound.sections { addSources(of: section) }
         startDecoders(among: inbound.sections)
+    }
+
+    /// Gives `PeerReceiver` the section's streams known so far (repair, statistics).
+    private func addSources(of section: InboundSections.Section) {
+        if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc, rtxSSRC: section.rtxSSRC)) }
+        for layer in section.layers {
+            if let ssrc = layer.ssrc { receiver.add(Self.source(section, ssrc: ssrc, rtxSSRC: layer.rtxSSRC)) }
+        }
     }
 
     /// What a renegotiation did to the participant's tracks.
@@ -142,6 +150,7 @@ public final class ParticipantInbound {
         for section in previous.sections where inbound.section(mid: section.mid) == nil {
             if published.remove(section.mid) != nil { ended.append(source(of: section)) }
             if let ssrc = section.mediaSSRC { receiver.remove(mediaSSRC: ssrc) }
+            for ssrc in section.layers.compactMap(\.ssrc) { receiver.remove(mediaSSRC: ssrc) }
             if section.mid == microphoneMid {
                 microphoneMid = nil
                 audioReceiver = nil
@@ -154,6 +163,7 @@ public final class ParticipantInbound {
                 muteFramesSince = nil
                 result.cameraPaused = nil
                 videoReceiver = nil
+                cameraLayers = nil
                 stopDecoding(&cameraStream)
                 cameraSSRC = nil
                 videoStalledSince = nil
@@ -162,9 +172,7 @@ public final class ParticipantInbound {
             }
             if section.mid == screenMid { stopScreen() }
         }
-        for section in inbound.sections {
-            if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc)) }
-        }
+        for section in inbound.sections { addSources(of: section) }
         // New sections, and those that began to send again (a screen shared anew on its m-line).
         let resumed = { (section: InboundSections.Section) in section.peerSends && previous.section(mid: section.mid)?.peerSends == false }
         startDecoders(among: inbound.sections.filter { previous.section(mid: $0.mid) == nil || resumed($0) })
@@ -209,6 +217,8 @@ public final class ParticipantInbound {
             if cameraTrack.readyState == .ended { cameraTrack = VideoTrack(id: "\(identity)/camera") }
             videoReceiver = VideoFrameReceiver(maximumFramesInFlight: Self.decodeQueueDepth) { [weak self] in self?.videoKeyFrameNeeded = true }
             cameraStream = newStream(.camera)
+            cameraLayers = section.layers.isEmpty ? nil : SimulcastLayerChoice(rids: section.layers.map(\.rid))
+            cameraLayers?.wantedWidth = cameraWantedWidth
         }
         if screenMid == nil, let section = video.first(where: { $0.mid != cameraMid }) {
             screenMid = section.mid
@@ -256,10 +266,16 @@ public final class ParticipantInbound {
         }
         // A source learned from this packet (or its RTX stream) joins the receiver.
         let section = inbound[index]
-        if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc)) }
+        addSources(of: section)
         guard case .media(let media) = receiver.receive(packet, now: now) else { return Reception() }
         packetsReceived += 1
         bytesReceived += media.payload.count
+        // A simulcast camera: only the chosen layer goes on (to its decoder and subscribers).
+        if section.mid == cameraMid, cameraLayers != nil {
+            guard let layer = inbound.layer(ssrc: media.ssrc), !layer.isRTX, chooseLayer(layer.layer, of: media, now: now) else {
+                return noticeFirstMedia(of: section, Reception())
+            }
+        }
         if section.mid == microphoneMid, let audioReceiver {
             // A malformed level is no level: the packet is decoded as any other.
             let level = (try? media.headerExtension(AudioLevel.self, in: inbound.extensions)) ?? nil
@@ -292,11 +308,56 @@ public final class ParticipantInbound {
             decode(screenReceiver.receive(media, now: now), of: screenStream, maximumPixels: Self.screenMaximumPixels)
             followKeyFrames(of: screenReceiver, ssrc: media.ssrc, wasWaiting: wasWaiting, needed: &screenKeyFrameNeeded, now: now)
         }
+        return noticeFirstMedia(of: section, reception)
+    }
+
+    /// A track's first media: `trackPublished` (or `trackEnded` when it cannot be decoded).
+    private func noticeFirstMedia(of section: InboundSections.Section, _ reception: Reception) -> Reception {
         guard published.insert(section.mid).inserted else { return reception }
+        var reception = reception
         let undecodable = (section.mid == microphoneMid && audioReceiver == nil) || (section.mid == cameraMid && videoReceiver == nil)
             || (section.mid == screenMid && screenReceiver == nil)
         reception.notice = undecodable ? .undecodable(source: source(of: section)) : .published(source: source(of: section))
         return reception
+    }
+
+    // MARK: Simulcast
+
+    /// The width of the camera's largest tile (pixels), for its simulcast layer; nil while it is
+    /// not shown.
+    private var cameraWantedWidth: Int?
+
+    /// Sets the width the camera is shown at (its largest tile, or its subscribers' need): a
+    /// simulcast camera moves to the layer nearest it at the next key frame.
+    public func setCameraWantedWidth(_ width: Int?) {
+        cameraWantedWidth = width
+        cameraLayers?.wantedWidth = width
+    }
+
+    /// Whether the packet of simulcast layer `layer` goes on to the decoder: it belongs to the
+    /// decoded layer, or begins a key frame of the wanted one (the decoder starts anew on it).
+    private func chooseLayer(_ layer: Int, of media: RTPPacket, now: Instant) -> Bool {
+        guard var layers = cameraLayers else { return true }
+        let (action, ask) = layers.packet(layer: layer, ssrc: media.ssrc, keyFrame: VP8PayloadDescriptor.keyFrameSize(media.payload), now: now)
+        cameraLayers = layers
+        if let ask { receiver.requestKeyFrame(ssrc: ask, now: now) }
+        switch action {
+        case .drop:
+            return false
+        case .decode:
+            return true
+        case .switchLayer:
+            // A new stream for the new layer: the old one's frames in flight are dropped when
+            // they come back, and its held pictures (another RTP clock) go.
+            videoReceiver = VideoFrameReceiver(maximumFramesInFlight: Self.decodeQueueDepth) { [weak self] in self?.videoKeyFrameNeeded = true }
+            stopDecoding(&cameraStream)
+            cameraStream = newStream(.camera)
+            cameraSync = CameraSync()
+            videoStalledSince = nil
+            cameraSSRC = media.ssrc
+            receiver.keyFrameReceived(ssrc: media.ssrc)
+            return true
+        }
     }
 
     /// Follows the sender's own mute: true when only mute frames have come for
@@ -334,7 +395,8 @@ public final class ParticipantInbound {
     /// Asks the sender for a key frame of that track (PLI or FIR, repeated until one begins):
     /// a subscriber starts, or asked.
     public func requestKeyFrame(of source: VideoSource, now: Instant) {
-        guard let mid = source == .camera ? cameraMid : screenMid, let ssrc = inbound.section(mid: mid)?.mediaSSRC else { return }
+        guard let mid = source == .camera ? cameraMid : screenMid,
+              let ssrc = inbound.section(mid: mid)?.mediaSSRC ?? (source == .camera ? cameraSSRC : nil) else { return }
         forwardKeyFramesAsked.insert(source)
         receiver.requestKeyFrame(ssrc: ssrc, now: now)
     }
@@ -391,28 +453,29 @@ public final class ParticipantInbound {
         return true
     }
 
-    /// The camera's section and SSRC, when REMB was agreed on it and its SSRC is known.
-    private var cameraREMBTarget: SSRC? {
+    /// The camera's SSRCs (every simulcast layer's), when REMB was agreed on it and they are known.
+    private var cameraREMBTargets: [SSRC]? {
         guard let cameraMid, let section = inbound.section(mid: cameraMid), section.remb, section.peerSends else { return nil }
-        return section.mediaSSRC
+        let ssrcs = section.mediaSSRC.map { [$0] } ?? section.layers.compactMap(\.ssrc)
+        return ssrcs.isEmpty ? nil : ssrcs
     }
 
     /// When a REMB is due: at once after a change, else a refresh after the last one.
     private var cameraCapDue: Instant? {
-        guard cameraBitrateCap != nil, cameraREMBTarget != nil else { return nil }
+        guard cameraBitrateCap != nil, cameraREMBTargets != nil else { return nil }
         if cameraCapChanged { return cameraCapSentAt ?? createdAt }
         return cameraCapSentAt.map { $0 + CameraBitrateRule.refreshInterval } ?? createdAt
     }
 
     /// The REMB due by `now` naming the camera's SSRC, if any.
     private func pollCameraCap(now: Instant) -> [RTCPPacket] {
-        guard let cap = cameraBitrateCap, let ssrc = cameraREMBTarget, let due = cameraCapDue, due <= now else { return [] }
+        guard let cap = cameraBitrateCap, let ssrcs = cameraREMBTargets, let due = cameraCapDue, due <= now else { return [] }
         cameraCapChanged = false
         cameraCapSentAt = now
         cameraBitrateCapSent = cap
         rembsSent += 1
         return [.receiverEstimatedMaximumBitrate(ReceiverEstimatedMaximumBitrate(
-            senderSSRC: receiver.localSSRC, bitrate: UInt64(max(0, cap)), ssrcs: [ssrc]))]
+            senderSSRC: receiver.localSSRC, bitrate: UInt64(max(0, cap)), ssrcs: ssrcs))]
     }
 
     /// The tracks that had media, by source name, in section order.
@@ -542,9 +605,9 @@ public final class ParticipantInbound {
         section.isVideo ? (section.mid == cameraMid ? "camera" : "screen") : "microphone"
     }
 
-    private static func source(_ section: InboundSections.Section, ssrc: SSRC) -> PeerReceiver.Source {
+    private static func source(_ section: InboundSections.Section, ssrc: SSRC, rtxSSRC: SSRC?) -> PeerReceiver.Source {
         var rtx: RTXConfiguration?
-        if let rtxSSRC = section.rtxSSRC, let rtxPayloadType = section.rtxPayloadType {
+        if let rtxSSRC, let rtxPayloadType = section.rtxPayloadType {
             rtx = RTXConfiguration(ssrc: rtxSSRC, payloadType: rtxPayloadType, associatedPayloadType: section.codecPayloadType)
         }
         return PeerReceiver.Source(mediaSSRC: ssrc, clockRate: section.clockRate, isVideo: section.isVideo, rtx: rtx,

@@ -200,6 +200,9 @@ public struct TrackSummary: Codable, Sendable, Equatable {
     public let width: Int?
     public let height: Int?
     public let fps: Int?
+    /// A simulcast camera (RFC 8853): the rid of the layer the host decodes, and the rids sent.
+    public var layer: String?
+    public var layers: [String]?
     /// Identities (viewers by their viewer id) of those who subscribe to it.
     public let subscribers: [String]
 }
@@ -225,10 +228,11 @@ extension Room {
         for source in VideoSource.allCases where participant.inbound.sends(source) {
             let track = source == .camera ? participant.inbound.cameraTrack : participant.inbound.screenTrack
             let subscribers = subscribers(of: TrackReference(participant: id, source: source)).map { $0.isViewer ? $0.id : $0.identity }
+            let layers = source == .camera ? participant.inbound.cameraLayers : nil
             tracks.append(TrackSummary(source: source.rawValue, kind: "video", state: track.readyState == .live ? "live" : "ended",
                                        muted: track.isMuted, rendering: track.isRendering(now: now),
                                        width: track.frameSize?.width, height: track.frameSize?.height, fps: track.frameRate(now: now),
-                                       subscribers: subscribers))
+                                       layer: layers?.decodedRID, layers: layers?.layers.map(\.rid), subscribers: subscribers))
         }
         return tracks
     }

@@ -23,10 +23,13 @@ public struct ClientOffer: Sendable {
         public let rtxPayloadType: UInt8?
         public let rtxSSRC: UInt32?
         public let direction: Direction
+        /// Simulcast layers sent here (RFC 8853), as Chrome offers them: by rid, no `a=ssrc`.
+        public let layers: [SimulcastLayer]
 
         public init(mid: String, kind: MediaKind, payloadType: UInt8, encodingName: String, clockRate: UInt32, channels: UInt8?,
                     formatParameters: String?, ssrc: UInt32, rtxPayloadType: UInt8? = nil, rtxSSRC: UInt32? = nil,
-                    direction: Direction = .sendrecv) {
+                    direction: Direction = .sendrecv, layers: [SimulcastLayer] = []) {
+            self.layers = layers
             self.mid = mid
             self.kind = kind
             self.payloadType = payloadType
@@ -46,12 +49,34 @@ public struct ClientOffer: Sendable {
                     formatParameters: "minptime=10;useinbandfec=1", ssrc: ssrc, direction: direction)
         }
 
+        /// VP8 in simulcast layers (smallest first, as Chrome lists them), each with its RTX stream.
+        public static func vp8(mid: String, layers: [SimulcastLayer], direction: Direction = .sendrecv) -> Section {
+            Section(mid: mid, kind: .video, payloadType: 96, encodingName: "VP8", clockRate: 90000, channels: nil,
+                    formatParameters: nil, ssrc: layers.first?.ssrc ?? 0, rtxPayloadType: 97, rtxSSRC: nil, direction: direction, layers: layers)
+        }
+
         /// VP8, with RTX when `rtxSSRC` is given.
         public static func vp8(mid: String, ssrc: UInt32, rtxSSRC: UInt32? = nil, direction: Direction = .sendrecv) -> Section {
             Section(mid: mid, kind: .video, payloadType: 96, encodingName: "VP8", clockRate: 90000, channels: nil,
                     formatParameters: nil, ssrc: ssrc, rtxPayloadType: rtxSSRC == nil ? nil : 97, rtxSSRC: rtxSSRC, direction: direction)
         }
     }
+
+    /// One simulcast layer: its rid and its media and RTX SSRCs.
+    public struct SimulcastLayer: Sendable, Equatable {
+        public let rid: String
+        public let ssrc: UInt32
+        public let rtxSSRC: UInt32
+        public init(rid: String, ssrc: UInt32, rtxSSRC: UInt32) {
+            self.rid = rid
+            self.ssrc = ssrc
+            self.rtxSSRC = rtxSSRC
+        }
+    }
+
+    /// The ids the offer gives the rid extensions (RFC 8852), on simulcast sections.
+    public static let rtpStreamIDExtensionID: UInt16 = 4
+    public static let repairedRTPStreamIDExtensionID: UInt16 = 5
 
     public static let midExtensionURI = "urn:ietf:params:rtp-hdrext:sdes:mid"
     /// The id the offer gives the sdes:mid extension.
@@ -122,13 +147,22 @@ public struct ClientOffer: Sendable {
                 attributes.append(.rtpmap(RTPMap(payloadType: rtx, encodingName: "rtx", clockRate: section.clockRate)))
                 attributes.append(.fmtp(FormatParameters(payloadType: rtx, parameters: "apt=\(section.payloadType)")))
             }
-            var ssrcs = [section.ssrc]
-            if let rtxSSRC = section.rtxSSRC {
-                ssrcs.append(rtxSSRC)
-                attributes.append(.ssrcGroup(SSRCGroup(semantics: "FID", ssrcs: ssrcs)))
-            }
-            for ssrc in ssrcs {
-                attributes.append(.ssrc(SSRCAttribute(ssrc: ssrc, attribute: "cname", value: cname)))
+            if !section.layers.isEmpty {
+                attributes += [
+                    .extmap(ExtensionMap(id: Self.rtpStreamIDExtensionID, uri: HeaderExtensionURI.rtpStreamID.rawValue)),
+                    .extmap(ExtensionMap(id: Self.repairedRTPStreamIDExtensionID, uri: HeaderExtensionURI.repairedRTPStreamID.rawValue)),
+                ]
+                attributes += section.layers.map { .other("rid", "\($0.rid) send") }
+                attributes.append(.other("simulcast", "send " + section.layers.map(\.rid).joined(separator: ";")))
+            } else {
+                var ssrcs = [section.ssrc]
+                if let rtxSSRC = section.rtxSSRC {
+                    ssrcs.append(rtxSSRC)
+                    attributes.append(.ssrcGroup(SSRCGroup(semantics: "FID", ssrcs: ssrcs)))
+                }
+                for ssrc in ssrcs {
+                    attributes.append(.ssrc(SSRCAttribute(ssrc: ssrc, attribute: "cname", value: cname)))
+                }
             }
             return MediaDescription(kind: section.kind, port: 9, transportProtocol: "UDP/TLS/RTP/SAVPF", formats: formats,
                                     connections: [Connection(address: "0.0.0.0")], attributes: attributes)

@@ -159,4 +159,17 @@ struct LoadChecks {
         return Check(name: "colours in their slots", passed: share >= Self.slotShare,
                      detail: "\(passed) of \(checked) slot samples right" + (failures.isEmpty ? "" : "; e.g. \(failures)"))
     }
+
+    /// `--simulcast`: the host took every guest's camera as simulcast and decodes one of its
+    /// layers (the detail counts guests per layer).
+    static func simulcast(layers: [String: String?]) -> Check {
+        let name = "the host decodes a simulcast layer of every camera"
+        let missing = layers.filter { $0.value == nil }.keys.sorted()
+        let counts = Dictionary(layers.values.compactMap { $0 }.map { ($0, 1) }, uniquingKeysWith: +)
+        let detail = counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        guard missing.isEmpty else {
+            return Check(name: name, passed: false, detail: "no layer decoded for \(missing.prefix(3).joined(separator: ", "))\(missing.count > 3 ? " and \(missing.count - 3) more" : ""); \(detail)")
+        }
+        return Check(name: name, passed: true, detail: detail)
+    }
 }

@@ -33,6 +33,9 @@ public struct LoadOptions: Sendable, Equatable {
     /// Whether audio packets carry their RFC 6464 level, as browsers send it (off: as peers
     /// that send none, whose every packet the host decodes).
     public var audioLevels = true
+    /// Each camera sends three simulcast layers (RFC 8853), as Chrome does: the `video` size,
+    /// half and a quarter of it, by rid `f`, `h` and `q`.
+    public var simulcast = false
     /// Participants that decode the composite to check colours and read frame codes.
     public var decoders = 2
     /// Where the report goes: PATH.json and PATH.html.
@@ -82,7 +85,7 @@ public struct LoadOptions: Sendable, Equatable {
                             [--audio-levels on|off] [--decoders 2] [--report PATH|none] [--max-audio-latency 500ms]
                             [--max-video-latency 800ms] [--max-loss 2%] [--allow-remote] [--quiet]
                             [--loss 5%] [--burst 3] [--jitter 50ms] [--reorder 1%] [--seed 1] [--blackout 10s]
-                            [--record FOLDER] [--secret S] [--attack]
+                            [--record FOLDER] [--secret S] [--attack] [--simulcast]
         Synthetic participants join the room, send their tone and colour, check what they receive,
         and report: a table on standard output, and PATH.json and PATH.html (by default
         reports/tessera-load-YYYYMMDD-HHMMSS under the working directory; --report none writes
@@ -98,7 +101,9 @@ public struct LoadOptions: Sendable, Equatable {
         adds a hostile peer that joins too and, for the whole run, sends the host random, truncated and
         replayed datagrams, STUN, DTLS and SRTP that must fail, RTCP claiming the guests' SSRCs, hostile
         SDP and malformed HTTP; the run checks the host refused them while every other check held. --name=value works as well as --name value. Exit status 0 only when every
-        check passed, 1 when a check failed, 2 for bad arguments.
+        check passed, 1 when a check failed, 2 for bad arguments. --simulcast sends each camera as Chrome
+        does, in three layers (the --video size, half and a quarter, rids f, h and q), and reports
+        which layer the host decoded for each guest.
         """
 
     /// Reads `tessera load`'s arguments (after the subcommand).
@@ -111,6 +116,7 @@ public struct LoadOptions: Sendable, Equatable {
             case "allow-remote": allowRemote = true; continue
             case "quiet": quiet = true; continue
             case "attack": attack = true; continue
+            case "simulcast": simulcast = true; continue
             default: break
             }
             guard let value = rest.popFirst() else { throw .missingValue(argument) }
@@ -192,6 +198,7 @@ public struct LoadOptions: Sendable, Equatable {
             default: throw .unknown(argument)
             }
         }
+        if simulcast && video == nil { throw .badValue(option: "--simulcast", value: "", why: "simulcast needs --video") }
         if recordingsFolder != nil && video == nil { throw .badValue(option: "--record", value: recordingsFolder ?? "", why: "lip sync in the recording needs --video") }
         speakers = min(speakers, participants)
         decoders = video == nil ? 0 : min(decoders, participants)
@@ -218,6 +225,17 @@ public struct LoadOptions: Sendable, Equatable {
         }
         if let value = Int64(text), value >= 0, value <= 86_400 { return .seconds(value) }
         return nil
+    }
+
+    /// The simulcast layers' pictures, smallest first (as Chrome lists them): a quarter, half
+    /// and the whole of `video` (even sizes); one layer without `--simulcast`.
+    public var cameraLayers: [(rid: String?, format: VideoFormat)] {
+        guard let video else { return [] }
+        guard simulcast else { return [(nil, video)] }
+        return [("q", 4), ("h", 2), ("f", 1)].map { rid, divisor in
+            (rid, VideoFormat(width: max(16, video.width / divisor) & ~1, height: max(16, video.height / divisor) & ~1,
+                              framesPerSecond: video.framesPerSecond))
+        }
     }
 
     /// `640x360@30`.

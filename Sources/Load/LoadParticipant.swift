@@ -83,10 +83,28 @@ final class LoadParticipant {
     private let dtlsContext: DTLSContext
     private let toneLoop: ToneLoop?
     private let silence: [UInt8]
-    private let pictureLoop: PictureLoop?
+    /// Its camera's streams: one, or three simulcast layers (`--simulcast`).
+    private var camera: [CameraLayer]
     private let audioSSRC = UInt32.random(in: 1...UInt32.max)
-    private let videoSSRC = UInt32.random(in: 1...UInt32.max)
-    private let videoRTXSSRC = UInt32.random(in: 1...UInt32.max)
+
+    /// One stream of its camera: a simulcast layer (by rid) or the only one.
+    private struct CameraLayer {
+        let rid: String?
+        let pictures: PictureLoop
+        let ssrc = UInt32.random(in: 1...UInt32.max)
+        let rtxSSRC = UInt32.random(in: 1...UInt32.max)
+        var sender: VideoSender?
+        var stream: RTPSendStream?
+    }
+
+    /// The ids the host's answer gave the rid extensions, when it took the simulcast layers.
+    private var ridExtensionIDs: (rid: UInt8, repaired: UInt8?)?
+
+    private static func ridExtensionIDs(_ media: MediaDescription?) -> (rid: UInt8, repaired: UInt8?)? {
+        let maps = media?.extensionMaps ?? []
+        guard let rid = maps.first(where: { $0.uri == HeaderExtensionURI.rtpStreamID.rawValue }).flatMap({ UInt8(exactly: $0.id) }) else { return nil }
+        return (rid, maps.first { $0.uri == HeaderExtensionURI.repairedRTPStreamID.rawValue }.flatMap { UInt8(exactly: $0.id) })
+    }
 
     private(set) var state = State.absent
     private(set) var results = Results()
@@ -154,17 +172,17 @@ final class LoadParticipant {
     private var audioSequence = UInt16.random(in: 0...UInt16.max)
     private var audioTimestamp = UInt32.random(in: 0...UInt32.max)
     private var audioCount = 0
-    private var videoSender: VideoSender?
     private var videoTimestamp = UInt32.random(in: 0...UInt32.max)
+    /// The picture of the loop sent next, on every layer: the layers are one capture (a key
+    /// frame request of any layer restarts them all at the loop's key frame).
     private var loopFrame = 0
     /// What it sends, as a browser keeps it: the sender reports' NTP↔RTP mapping of each
     /// stream (the host lines a guest's camera up with its voice by them), and the camera's last
     /// 512 packets for the host's NACKs.
     private var audioStream: RTPSendStream?
-    private var videoStream: RTPSendStream?
 
     init(index: Int, model: LoadRoomModel, loop: EventLoop, http: HostHTTPClient, certificate: DTLSCertificate,
-         dtlsContext: DTLSContext, toneLoop: ToneLoop?, silence: [UInt8], pictureLoop: PictureLoop?) {
+         dtlsContext: DTLSContext, toneLoop: ToneLoop?, silence: [UInt8], pictureLoops: [(rid: String?, pictures: PictureLoop)]) {
         self.index = index
         identity = model.identities[index]
         isSpeaker = index < model.options.speakers
@@ -176,7 +194,7 @@ final class LoadParticipant {
         self.dtlsContext = dtlsContext
         self.toneLoop = toneLoop
         self.silence = silence
-        self.pictureLoop = pictureLoop
+        camera = pictureLoops.map { CameraLayer(rid: $0.rid, pictures: $0.pictures) }
         quietFrames = model.speakers.map { _ in 0 }
         presence = model.speakers.map { _ in 0 }
         mixesSomeSpeakers = model.options.maxVoices > 0 && model.options.speakers > model.options.maxVoices
@@ -185,7 +203,7 @@ final class LoadParticipant {
     private var now: Instant { loop.clock.now() }
 
     /// The SSRCs it sends and those the host sends it: what `--attack`'s forged RTCP claims.
-    var ssrcs: [UInt32] { [audioSSRC, videoSSRC, videoRTXSSRC] + [hostAudio, hostVideo].compactMap { $0?.rawValue } }
+    var ssrcs: [UInt32] { [audioSSRC] + camera.flatMap { [$0.ssrc, $0.rtxSSRC] } + [hostAudio, hostVideo].compactMap { $0?.rawValue } }
 
     private func seconds(_ duration: Duration) -> Double {
         duration.seconds
@@ -220,7 +238,11 @@ final class LoadParticipant {
         let ice = ICECredentials.random()
         // An audio-only run offers no video at all: the host composes and sends nothing for it.
         var sections: [ClientOffer.Section] = [.opus(mid: "0", ssrc: audioSSRC)]
-        if model.options.video != nil { sections.append(.vp8(mid: "1", ssrc: videoSSRC, rtxSSRC: videoRTXSSRC)) }
+        if camera.count > 1 {
+            sections.append(.vp8(mid: "1", layers: camera.map { ClientOffer.SimulcastLayer(rid: $0.rid ?? "", ssrc: $0.ssrc, rtxSSRC: $0.rtxSSRC) }))
+        } else if let single = camera.first {
+            sections.append(.vp8(mid: "1", ssrc: single.ssrc, rtxSSRC: single.rtxSSRC))
+        }
         let offer = ClientOffer(ice: ice, fingerprint: certificate.fingerprint, cname: identity, sections: sections,
                                 offersAudioLevel: model.options.audioLevels)
         let body = offer.description.serializedBytes()
@@ -266,13 +288,20 @@ final class LoadParticipant {
         // The host's NACKs about our camera are answered on our RTX stream when it took it.
         let videoAnswer = answer.description.media.first { $0.mid == "1" }
         let acceptsRTX = videoAnswer?.rtpMaps.contains { $0.encodingName.lowercased() == "rtx" } ?? false
-        let rtx = acceptsRTX ? RTXConfiguration(ssrc: SSRC(videoRTXSSRC), payloadType: PayloadType(97), associatedPayloadType: PayloadType(96)) : nil
         var audioConfiguration = RTPSendStream.Configuration(ssrc: SSRC(audioSSRC), clockRate: 48_000)
         audioConfiguration.retransmission.capacity = 1  // the mix is not resent: only the reports' counts
         audioStream = RTPSendStream(configuration: audioConfiguration, clock: model.wallClock)
-        var videoConfiguration = RTPSendStream.Configuration(ssrc: SSRC(videoSSRC), clockRate: 90_000, rtx: rtx)
-        videoConfiguration.retransmission.capacity = 512
-        videoStream = RTPSendStream(configuration: videoConfiguration, clock: model.wallClock, firstRTXSequenceNumber: .random(in: 0...UInt16.max))
+        for index in camera.indices {
+            let layer = camera[index]
+            let rtx = acceptsRTX ? RTXConfiguration(ssrc: SSRC(layer.rtxSSRC), payloadType: PayloadType(97), associatedPayloadType: PayloadType(96)) : nil
+            var configuration = RTPSendStream.Configuration(ssrc: SSRC(layer.ssrc), clockRate: 90_000, rtx: rtx)
+            configuration.retransmission.capacity = 512
+            camera[index].stream = RTPSendStream(configuration: configuration, clock: model.wallClock, firstRTXSequenceNumber: .random(in: 0...UInt16.max))
+            camera[index].sender = VideoSender(payloadType: PayloadType(96), ssrc: SSRC(layer.ssrc))
+        }
+        loopFrame = 0
+        // A simulcast layer names its rid in each packet (RFC 8852), as the host's answer agreed.
+        ridExtensionIDs = Self.ridExtensionIDs(videoAnswer)
         self.receiver = receiver
         if decodes {
             do {
@@ -282,9 +311,6 @@ final class LoadParticipant {
                 }
                 self.videoReceiver = videoReceiver
             } catch { return fail("VP8 decoder: \(error)") }
-        }
-        if model.options.video != nil {
-            videoSender = VideoSender(payloadType: PayloadType(96), ssrc: SSRC(videoSSRC))
         }
         state = .connecting
         transport?.handleTimeout(now: now)
@@ -332,7 +358,10 @@ final class LoadParticipant {
         lipSyncOnset = [:]
         shownFrames = [:]
         audioStream = nil
-        videoStream = nil
+        for index in camera.indices {
+            camera[index].stream = nil
+            camera[index].sender = nil
+        }
         lastFrameArrival = nil
         lastFrameTimestamp = nil
         state = .absent
@@ -409,7 +438,7 @@ final class LoadParticipant {
         }
         guard self.transport != nil else { return }
         if var receiver {
-            let streams = [audioStream, videoStream]
+            let streams = [audioStream] + camera.map(\.stream)
             for compound in receiver.pollRTCP(now: now, senderReports: { now in streams.compactMap { $0?.makeSenderReport(now: now) } }) {
                 _ = transport.sendRTCP(compound)
             }
@@ -444,9 +473,10 @@ final class LoadParticipant {
 
     // MARK: Sending
 
-    private func send(_ packet: RTPPacket, mid: String, level: AudioLevel? = nil) -> [UInt8]? {
+    private func send(_ packet: RTPPacket, mid: String, level: AudioLevel? = nil, extensions: [RTPHeaderExtension] = []) -> [UInt8]? {
         var packet = packet
         if let id = answer?.midExtensionID { packet.extensions = [RTPHeaderExtension(id: id, data: Array(mid.utf8))] }
+        packet.extensions += extensions
         if let level, let id = answer?.audioLevelExtensionID { packet.extensions.append(RTPHeaderExtension(id: id, data: level.extensionData)) }
         guard let transport, let bytes = try? packet.serialized(), transport.sendRTP(bytes) else { return nil }
         packetsSent += 1
@@ -480,17 +510,23 @@ final class LoadParticipant {
     /// One picture: the loop's next frame, with its capture instant (the tick's deadline) kept
     /// for the latency.
     func sendVideo(now: Instant, capturedAt: Instant) {
-        guard state == .connected, let pictureLoop, var sender = videoSender, let format = model.options.video else { return }
-        var frame = pictureLoop.frames[loopFrame]
-        frame.rtpTimestamp = videoTimestamp
+        guard state == .connected, let format = model.options.video, let length = camera.first?.pictures.frames.count else { return }
         model.pictureSent(by: index, frame: loopFrame, at: capturedAt)
-        for packet in sender.packetize(frame) {
-            if let bytes = send(packet, mid: "1") {
-                videoStream?.packetSent(bytes: bytes, timestamp: packet.timestamp, payloadSize: packet.payload.count, now: now, captureTime: capturedAt)
+        for index in camera.indices {
+            guard var sender = camera[index].sender else { continue }
+            var frame = camera[index].pictures.frames[loopFrame]
+            frame.rtpTimestamp = videoTimestamp
+            var extensions: [RTPHeaderExtension] = []
+            if let rid = camera[index].rid, let id = ridExtensionIDs?.rid { extensions.append(RTPHeaderExtension(id: id, data: Array(rid.utf8))) }
+            for packet in sender.packetize(frame) {
+                if let bytes = send(packet, mid: "1", extensions: extensions) {
+                    camera[index].stream?.packetSent(bytes: bytes, timestamp: packet.timestamp, payloadSize: packet.payload.count, now: now,
+                                                     captureTime: capturedAt)
+                }
             }
+            camera[index].sender = sender
         }
-        videoSender = sender
-        loopFrame = (loopFrame + 1) % pictureLoop.frames.count
+        loopFrame = (loopFrame + 1) % length
         videoTimestamp &+= UInt32(90_000 / format.framesPerSecond)
         flush()
     }
@@ -500,18 +536,31 @@ final class LoadParticipant {
         let now = self.now
         receiver?.receiveRTCP(packets, now: now)
         _ = audioStream?.receivedRTCP(packets, now: now)
-        for bytes in videoStream?.receivedRTCP(packets, now: now) ?? [] where transport?.sendRTP(bytes) == true {
-            packetsSent += 1
+        for index in camera.indices {
+            for bytes in camera[index].stream?.receivedRTCP(packets, now: now) ?? [] where sendRetransmission(bytes, of: camera[index]) {
+                packetsSent += 1
+            }
         }
         for packet in packets {
             switch packet {
-            case .pictureLossIndication(let pli) where pli.mediaSSRC.rawValue == videoSSRC:
+            case .pictureLossIndication(let pli) where camera.contains(where: { $0.ssrc == pli.mediaSSRC.rawValue }):
                 loopFrame = 0
-            case .fullIntraRequest(let fir) where fir.entries.contains(where: { $0.ssrc.rawValue == videoSSRC }):
+            case .fullIntraRequest(let fir) where fir.entries.contains(where: { entry in camera.contains { $0.ssrc == entry.ssrc.rawValue } }):
                 loopFrame = 0
             default: break
             }
         }
+    }
+
+    /// A retransmission of a camera layer: a simulcast layer's names the rid it repairs
+    /// (RFC 8852 §3.2), so the host can place an RTX stream it has not seen.
+    private func sendRetransmission(_ bytes: [UInt8], of layer: CameraLayer) -> Bool {
+        guard let rid = layer.rid, let id = ridExtensionIDs?.repaired, var packet = try? RTPPacket.parse(bytes) else {
+            return transport?.sendRTP(bytes) == true
+        }
+        packet.setHeaderExtensionData(id: id, Array(rid.utf8)[...])
+        guard let repaired = try? packet.serialized() else { return false }
+        return transport?.sendRTP(repaired) == true
     }
 
     // MARK: Receiving and checking

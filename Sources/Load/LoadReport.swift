@@ -48,6 +48,10 @@ public struct LoadReport: Codable, Sendable {
         public var slotChecksPassed: Int
         public var audioLatencyMedianMilliseconds: Double?
         public var videoLatencyMedianMilliseconds: Double?
+        /// `--simulcast`: the layer (rid) of its camera the host decoded, and that picture's
+        /// width, as the host last said (`GET /v1/rooms/{room}`).
+        public var cameraLayer: String?
+        public var cameraDecodedWidth: Int?
     }
 
     /// One second of the run.
@@ -101,6 +105,8 @@ public struct LoadReport: Codable, Sendable {
         public var recordingOnsetsMeasured: Int?
         public var recordingAVOffsetMillisecondsMedian: Double?
         public var recordingAVOffsetMillisecondsP95: Double?
+        /// `--simulcast`: how many guests' cameras the host decoded on each layer (rid).
+        public var simulcastLayers: [String: Int]?
         /// While everyone was in (from the last join plus 2 s to the end):
         public var steadySeconds: Double
         public var hostCPU: Double?

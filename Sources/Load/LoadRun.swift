@@ -42,6 +42,8 @@ public final class LoadRun {
     private var pendingDeletes = 0
     /// Why the recording (`--record`) did not start, when it did not.
     private var recordingProblem: String?
+    /// `--simulcast`: each guest's camera layer the host decodes, and its width, by identity.
+    private var hostCameraLayers: [String: (layer: String?, width: Int?)] = [:]
 
     /// Signs a join token: room, identity, admin. The host's token format lives with the host;
     /// `tessera load` is handed the signer when `--secret` is given.
@@ -87,9 +89,11 @@ public final class LoadRun {
             let silence = try ToneLoop.silence()
             for index in 0..<options.participants {
                 let tone = index < options.speakers ? try ToneLoop(frequency: SyntheticSignal.toneFrequency(index: index)) : nil
-                let pictures = try options.video.map { try PictureLoop(colour: SyntheticSignal.colour(index: index), format: $0) }
+                let pictures = try options.cameraLayers.map { layer in
+                    (layer.rid, try PictureLoop(colour: SyntheticSignal.colour(index: index), format: layer.format))
+                }
                 let participant = LoadParticipant(index: index, model: model, loop: loop, http: http, certificate: certificate,
-                                                  dtlsContext: context, toneLoop: tone, silence: silence, pictureLoop: pictures)
+                                                  dtlsContext: context, toneLoop: tone, silence: silence, pictureLoops: pictures)
                 participants.append(participant)
             }
             if options.attack {
@@ -193,6 +197,13 @@ public final class LoadRun {
             guard case .success(let reply) = result, reply.status == 200 else { return }
             let values = Self.parseMetrics(reply.text)
             loop.execute { confined.value.hostReadings.append((confined.value.seconds(loop.clock.now()), values)) }
+        }
+        if options.simulcast {
+            http.send("GET", "/v1/rooms/\(options.room)") { result in
+                guard case .success(let reply) = result, reply.status == 200,
+                      let room = try? JSONDecoder().decode(HostRoomCameras.self, from: Data(reply.body)) else { return }
+                loop.execute { confined.value.hostCameraLayers = room.cameraLayers }
+            }
         }
         if options.video != nil {
             http.send("GET", "/v1/rooms/\(options.room)/layout") { result in
@@ -373,6 +384,11 @@ public final class LoadRun {
         var checks = LoadChecks(options: options, identities: participants.map(\.identity), results: results,
                                 audioLatencies: audioValues, videoLatencies: videoValues).all
         if let attacker { checks.append(attacker.check()) }
+        if options.simulcast {
+            let layers = participants.map { hostCameraLayers[$0.identity]?.layer }
+            figures.simulcastLayers = Dictionary(layers.compactMap { $0 }.map { ($0, 1) }, uniquingKeysWith: +)
+            checks.append(LoadChecks.simulcast(layers: Dictionary(uniqueKeysWithValues: zip(participants.map(\.identity), layers))))
+        }
         var recordingOffsets: [[Double]]?
         if options.recordingsFolder != nil {
             let (check, measured) = checkRecording()
@@ -404,7 +420,8 @@ public final class LoadRun {
                     ? Double(result.framesWithOwnTone) / Double(max(result.framesCheckedForOwnTone, 1)) : nil,
                 slotChecks: result.slotChecks, slotChecksPassed: result.slotChecksPassed,
                 audioLatencyMedianMilliseconds: Percentile.of(result.audioLatencies.map(\.milliseconds), 0.5),
-                videoLatencyMedianMilliseconds: Percentile.of(result.videoLatencies.map(\.milliseconds), 0.5))
+                videoLatencyMedianMilliseconds: Percentile.of(result.videoLatencies.map(\.milliseconds), 0.5),
+                cameraLayer: hostCameraLayers[participant.identity]?.layer, cameraDecodedWidth: hostCameraLayers[participant.identity]?.width)
         }
         let formatter = ISO8601DateFormatter()
         return LoadReport(url: options.url, room: options.room, startedAt: formatter.string(from: startedAt),
@@ -464,5 +481,29 @@ public final class LoadRun {
         let blackedOut = Int64((dark ?? .zero).seconds * 50)
         let expected = results.audioPacketsExpected - blackedOut, lost = results.audioPacketsLost - blackedOut
         return expected > 0 ? Double(max(0, lost)) / Double(expected) : nil
+    }
+}
+
+/// The part of `GET /v1/rooms/{room}` that says which simulcast layer of each camera the host
+/// decodes.
+struct HostRoomCameras: Decodable {
+    struct Participant: Decodable {
+        struct Track: Decodable {
+            let source: String
+            let layer: String?
+            let width: Int?
+        }
+        let identity: String
+        let tracks: [Track]
+    }
+    let participants: [Participant]
+
+    var cameraLayers: [String: (layer: String?, width: Int?)] {
+        var layers: [String: (layer: String?, width: Int?)] = [:]
+        for participant in participants {
+            guard let camera = participant.tracks.first(where: { $0.source == "camera" }) else { continue }
+            layers[participant.identity] = (camera.layer, camera.width)
+        }
+        return layers
     }
 }

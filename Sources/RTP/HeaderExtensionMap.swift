@@ -19,6 +19,10 @@ public struct HeaderExtensionURI: RawRepresentable, Hashable, Sendable, Expressi
         "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"
     /// Coordination of video orientation, CVO (3GPP TS 26.114 §7.4.5).
     public static let videoOrientation: HeaderExtensionURI = "urn:3gpp:video-orientation"
+    /// The simulcast layer's rid (RFC 8852 §3.1).
+    public static let rtpStreamID: HeaderExtensionURI = "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id"
+    /// The rid a retransmission repairs (RFC 8852 §3.2).
+    public static let repairedRTPStreamID: HeaderExtensionURI = "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id"
 }
 
 /// The header extensions negotiated for one session: URI to local id, from SDP `a=extmap`

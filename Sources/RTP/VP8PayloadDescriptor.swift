@@ -91,6 +91,14 @@ public struct VP8PayloadDescriptor: Hashable, Sendable {
         return VP8FrameHeader.isKeyFrame(firstByte: first)
     }
 
+    /// The picture size of the key frame `payload` begins (its first packet carries the frame
+    /// header, RFC 6386 §9.1), or nil when it begins none or is malformed.
+    public static func keyFrameSize(_ payload: ArraySlice<UInt8>) -> VP8KeyFrameSize? {
+        guard let (descriptor, length) = try? parse(payload), descriptor.isStartOfFrame,
+              let header = try? VP8FrameHeader.parse(payload.dropFirst(length)), header.isKeyFrame else { return nil }
+        return header.keyFrameSize
+    }
+
     /// Reads the descriptor at the start of `payload`; returns it and the number of bytes it took.
     public static func parse(_ payload: ArraySlice<UInt8>) throws(VP8ParseError) -> (VP8PayloadDescriptor, Int) {
         let start = payload.startIndex

@@ -85,6 +85,9 @@ public struct NegotiatedMedia: Sendable, Equatable {
     public var reducedSizeRTCP: Bool
     /// What the host sends on this line, when `hostDirection` sends.
     public var hostSender: HostSender?
+    /// The simulcast layers the peer sends here, by rid, in its `a=simulcast` order (RFC 8853),
+    /// when the host took them; empty for one stream.
+    public var peerRIDs: [String] = []
 
     /// The agreed id of header extension `uri`, if agreed.
     public func headerExtensionID(for uri: String) -> UInt16? {
@@ -173,6 +176,8 @@ struct OfferedSection {
     var setupRole: SetupRole?
     var candidates: [Candidate] = []
     var iceOptions: [String]?
+    var rids: [RIDAttribute] = []
+    var simulcast: SimulcastAttribute?
 
     init(_ attributes: [Attribute]) {
         for attribute in attributes {
@@ -200,6 +205,10 @@ struct OfferedSection {
                 case "rtcp-rsize": reducedSize = true
                 case "bundle-only": bundleOnly = true
                 case "end-of-candidates": endOfCandidates = true
+                // RFC 8851, RFC 8853; a malformed one is ignored (the section is answered without
+                // simulcast, and the offerer sends one stream).
+                case "rid": if let rid = attribute.value.flatMap(RIDAttribute.init(attributeValue:)) { rids.append(rid) }
+                case "simulcast": if simulcast == nil { simulcast = attribute.value.flatMap(SimulcastAttribute.init(attributeValue:)) }
                 default: break
                 }
             }
@@ -427,11 +436,13 @@ struct AnswerBuilder {
         let hostDirection = Direction(sends: peerDirection.receives && sender != nil, receives: peerDirection.sends)
         let activeSender = hostDirection.sends ? sender : nil
 
+        let simulcastLayers = peerDirection.sends ? simulcastLayers(offered, kind: section.kind) : []
         // RFC 8285 §7: the answer keeps the offer's ids, for URIs the host supports, with the
-        // direction mirrored. Encrypted extensions (RFC 6904) are not supported.
+        // direction mirrored. Encrypted extensions (RFC 6904) are not supported. The rid
+        // extensions are taken where simulcast is: they tell the layers apart.
         var extensions: [ExtensionMap] = []
         for item in offered.extensionMaps + session.extensionMaps
-        where !item.isEncrypted && host.headerExtensionURIs.contains(item.uri)
+        where !item.isEncrypted && (host.headerExtensionURIs.contains(item.uri) || (!simulcastLayers.isEmpty && Self.ridURIs.contains(item.uri)))
             && !extensions.contains(where: { $0.uri == item.uri || $0.id == item.id }) {
             extensions.append(ExtensionMap(id: item.id, direction: item.direction?.reversed, uri: item.uri))
         }
@@ -440,6 +451,11 @@ struct AnswerBuilder {
         attributes += transport
         attributes += extensions.map(Attribute.extmap)
         attributes.append(.direction(hostDirection))
+        // RFC 8853 §5.3: the answerer receives the layers the offerer sends.
+        if !simulcastLayers.isEmpty {
+            attributes += simulcastLayers.map { .other("rid", RIDAttribute(id: $0.rid, direction: .recv).attributeValue) }
+            attributes.append(.other("simulcast", SimulcastAttribute(receive: simulcastLayers.map { [$0] }).attributeValue))
+        }
         if let activeSender { attributes.append(.msid(MSID(streamID: activeSender.streamID, trackID: activeSender.trackID))) }
         attributes.append(.flag("rtcp-mux"))
         if offered.reducedSize { attributes.append(.flag("rtcp-rsize")) }
@@ -488,8 +504,24 @@ struct AnswerBuilder {
             index: index, mid: mid, kind: section.kind, peerDirection: peerDirection, hostDirection: hostDirection,
             codec: codec, peerSSRCs: peerDirection.sends ? peerSSRCs : [], peerRTXSSRCs: peerDirection.sends ? peerRTX : [:],
             peerCNAME: cname, peerMSID: msid, headerExtensions: extensions, reducedSizeRTCP: offered.reducedSize,
-            hostSender: activeSender)
+            hostSender: activeSender, peerRIDs: simulcastLayers.map(\.rid))
         return (description, negotiated)
+    }
+
+    static let ridURIs: Set<String> = ["urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id",
+                                       "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id"]
+
+    /// The simulcast layers the host takes from a section (RFC 8853 §5.3): a video section
+    /// whose `a=simulcast` sends two or more layers, each (its first alternative) with an
+    /// `a=rid:<id> send`, and the rtp-stream-id extension offered to tell them apart; else none.
+    private func simulcastLayers(_ offered: OfferedSection, kind: MediaKind) -> [SimulcastAttribute.Layer] {
+        guard kind == .video, let simulcast = offered.simulcast, simulcast.send.count >= 2,
+              (offered.extensionMaps + session.extensionMaps).contains(where: { $0.uri == "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id" && !$0.isEncrypted })
+        else { return [] }
+        let sent = Set(offered.rids.filter { $0.direction == .send }.map(\.id))
+        let layers = simulcast.send.compactMap(\.first)
+        guard layers.allSatisfy({ sent.contains($0.rid) }), Set(layers.map(\.rid)).count == layers.count else { return [] }
+        return layers
     }
 
     /// RFC 5576: the sources of `a=ssrc` lines, minus the RTX sources of `a=ssrc-group:FID`.
