@@ -23,6 +23,8 @@ after everyone is connected:
               --absent-db below the weaker of the two (the host does not send a guest itself)
   colours     at the centre of alice's and bob's rects in GET /v1/rooms/R/layout the page's
               composite shows red and green
+  simulcast   the page sends its camera in three simulcast layers (rids q, h, f) and the host
+              decodes one of them (GET /v1/rooms/R says which, and its picture's width)
   pageHeard   alice and bob hear the page's tone (so the page's microphone reaches the room and
               its absence from the page's own mix means something)
   iceRestart  then the page restarts ICE as it does after a failure (PATCH with an offer with new
@@ -202,6 +204,20 @@ def judge_composite(sc, first):
     return "; ".join(problems) or None
 
 
+def judge_simulcast(room, out):
+    """A problem, or None: the host took the page's camera as three layers and decodes one."""
+    me = next((p for p in (room or {}).get("participants", []) if p.get("identity") == IDENTITY), None)
+    camera = next((t for t in (me or {}).get("tracks", []) if t.get("source") == "camera"), None)
+    if camera is None:
+        return "GET room has no camera track of the page: %r" % (me,)
+    out["simulcast"] = {k: camera.get(k) for k in ("layers", "layer", "width", "height")}
+    if [l.get("rid") for l in camera.get("layers") or []] != ["q", "h", "f"]:
+        return "the host did not take the page's three layers: %r" % (camera,)
+    if camera.get("layer") not in ("q", "h", "f") or not camera.get("width"):
+        return "the host decodes no layer of the page's camera: %r" % (camera,)
+    return None
+
+
 def judge_mix(sc, tones, own, args):
     m = sc["mix"]
     if "tones" not in m:
@@ -297,6 +313,8 @@ async def scenario(args, dev, peers, out, checks, t_start):
             "mix": judge_mix(sc, tones, args.page_tone, args),
             "colours": judge_colours(sc, centres, names) if status == 200 else "GET layout: %s %s" % (status, body[:200]),
         }
+        status, body = await R.ahttp("GET", "%s/v1/rooms/%s" % (args.url, urllib.parse.quote(args.room)))
+        last["simulcast"] = judge_simulcast(json.loads(body) if status == 200 else None, out)
         heard = {}   # (the aiortc participants hearing each other is room_aiortc's business)
         for p in peers:
             ok, detail, shares = R.judge_audio(p, ["page"], [], t_all, 1.0, dict(tones, page=args.page_tone))
@@ -405,7 +423,7 @@ def main():
     out["seconds"] = round(R.now() - t_start, 1)
     failed = {k: v for k, v in checks.items() if v is not None}
     out["checks"] = {k: "ok" if v is None else "FAIL" for k, v in checks.items()}
-    want = ("page", "join", "composite", "mix", "colours", "pageHeard")
+    want = ("page", "join", "composite", "mix", "colours", "simulcast", "pageHeard")
     if not failed and not all(k in checks for k in want):
         failed["incomplete"] = "not every check ran: %s" % sorted(checks)
     out["ok"] = not failed

@@ -420,7 +420,11 @@ public final class Room {
         for participant in participants {
             // A browser takes a REMB as the ceiling of its whole transport, whatever SSRCs it
             // names: one sharing a screen too is left the screen's room beside its camera's cap.
-            let cap = caps[participant.id].map { participant.inbound.sends(.screen) ? $0 + cameraBitrateRule.maximum : $0 }
+            // A simulcast camera sends its lower layers too, below the one its tile wants:
+            // about half as much again (Chrome gives a 640x360 layer ~600 kbit/s, its 320x180
+            // and 160x90 ones ~250 together), else the sender would drop the layer the tile wants.
+            let layered = caps[participant.id].map { participant.inbound.cameraLayers == nil ? $0 : $0 * 3 / 2 }
+            let cap = layered.map { participant.inbound.sends(.screen) ? $0 + cameraBitrateRule.maximum : $0 }
             guard participant.inbound.setCameraBitrateCap(cap), participant.state == .secure else { continue }
             // Only a secure participant's RTCP is serviced: one still connecting hears its cap at `secure`.
             participant.rtcpDue = participant.inbound.nextTimeout

@@ -200,11 +200,22 @@ public struct TrackSummary: Codable, Sendable, Equatable {
     public let width: Int?
     public let height: Int?
     public let fps: Int?
-    /// A simulcast camera (RFC 8853): the rid of the layer the host decodes, and the rids sent.
+    /// A simulcast camera (RFC 8853): the rid of the layer the host decodes, and every layer
+    /// offered.
     public var layer: String?
-    public var layers: [String]?
+    public var layers: [LayerSummary]?
     /// Identities (viewers by their viewer id) of those who subscribe to it.
     public let subscribers: [String]
+}
+
+/// One simulcast layer of a camera in `GET /v1/rooms/{room}`: its rid, its picture's size (from
+/// its last key frame) and whether it is sent now (a sender drops its upper layers when its
+/// bandwidth falls).
+public struct LayerSummary: Codable, Sendable, Equatable {
+    public let rid: String
+    public let width: Int?
+    public let height: Int?
+    public let sending: Bool
 }
 
 /// One of the composite's encodings in `GET /v1/rooms/{room}`, and how many receive it.
@@ -232,7 +243,15 @@ extension Room {
             tracks.append(TrackSummary(source: source.rawValue, kind: "video", state: track.readyState == .live ? "live" : "ended",
                                        muted: track.isMuted, rendering: track.isRendering(now: now),
                                        width: track.frameSize?.width, height: track.frameSize?.height, fps: track.frameRate(now: now),
-                                       layer: layers?.decodedRID, layers: layers?.layers.map(\.rid), subscribers: subscribers))
+                                       layer: layers?.decodedRID,
+                                       layers: layers.map { choice in
+                                           choice.layers.indices.map { index in
+                                               let layer = choice.layers[index]
+                                               return LayerSummary(rid: layer.rid, width: layer.width, height: layer.height,
+                                                                   sending: choice.isSending(index, now: now))
+                                           }
+                                       },
+                                       subscribers: subscribers))
         }
         return tracks
     }

@@ -62,7 +62,7 @@ public struct SimulcastLayerChoice: Sendable {
     /// largest; while
     /// no sending layer's size is known, the decoded one, or the first sending.
     public func wanted(now: Instant) -> Int? {
-        let active = layers.indices.filter { index in layers[index].lastPacket.map { now - $0 <= Self.activeWindow } ?? false }
+        let active = layers.indices.filter { isSending($0, now: now) }
         let sized = active.filter { layers[$0].width != nil }.sorted { (layers[$0].width ?? 0) < (layers[$1].width ?? 0) }
         guard let smallest = sized.first, let largest = sized.last else {
             if let decoded, active.contains(decoded) { return decoded }
@@ -96,6 +96,11 @@ public struct SimulcastLayerChoice: Sendable {
             ask = targetSSRC
         }
         return (layer == decoded ? .decode : .drop, ask)
+    }
+
+    /// Whether layer `index` sent within `activeWindow` of `now`.
+    public func isSending(_ index: Int, now: Instant) -> Bool {
+        layers.indices.contains(index) && (layers[index].lastPacket.map { now - $0 <= Self.activeWindow } ?? false)
     }
 
     /// The SSRCs of the layers learned so far.

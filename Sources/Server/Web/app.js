@@ -201,6 +201,9 @@ function followEvents(room) {
 
 // --- Joining and leaving ----------------------------------------------------------------
 
+/** The camera's simulcast layers: a quarter, half and the whole picture, smallest first. */
+const simulcastEncodings = [{ rid: "q", scaleResolutionDownBy: 4 }, { rid: "h", scaleResolutionDownBy: 2 }, { rid: "f" }];
+
 async function join(event) {
   event?.preventDefault();
   const room = $("room").value.trim(), identity = $("identity").value.trim(), name = $("name").value.trim();
@@ -221,7 +224,10 @@ async function join(event) {
     // pinned guest's camera (a subscription).
     const audio = local.getAudioTracks()[0], video = local.getVideoTracks()[0];
     pc.addTransceiver(audio ?? "audio", { direction: audio ? "sendrecv" : "recvonly", streams: [local] });
-    pc.addTransceiver(video ?? "video", { direction: video ? "sendrecv" : "recvonly", streams: [local] });
+    // The camera in three simulcast layers (RFC 8853), as the host asks: it decodes only the
+    // layer nearest the camera's tile in the composite (a grid of many takes the smallest).
+    pc.addTransceiver(video ?? "video", { direction: video ? "sendrecv" : "recvonly", streams: [local],
+                                          sendEncodings: video ? simulcastEncodings : undefined });
     state.pinTransceiver = pc.addTransceiver("video", { direction: "recvonly" });
     pc.ontrack = ({ track, transceiver }) => {
       if (transceiver === state.pinTransceiver) $("pinnedVideo").srcObject = new MediaStream([track]);
