@@ -14,6 +14,9 @@
 #     speakers an audio room of 50 where everyone speaks (Top K, the host's default K = 3), with and
 #              without RFC 6464 levels (with them the host decodes only the voices it mixes)
 #     audio500 the audio room of 500 guests, 3 speaking
+#     simulcast video rooms of 49, 64 and 100 guests whose cameras send simulcast (640x360, 320x180
+#              and 160x90 at 30 fps, `--simulcast`), with the video latency's p95 and the layers
+#              the host decoded (SIMULCAST_SIZES overrides the sizes)
 #     rooms    many rooms on one host: N rooms of 4 guests (640x360@30, 3 speaking), each its own
 #              `tessera load` process, all at once against one fresh host, N = 1 2 4 6 8 10 12
 #              growing while a run passes (every load run's checks, and every room's composite
@@ -36,6 +39,32 @@ WORK=${BENCH_DIR:-/tmp/tessera-bench-load}
 RUNS=${RUNS:-3}
 mkdir -p "$WORK"
 trap stop_host EXIT
+
+# simulcast_point N: RUNS runs of a video room of N simulcast cameras; prints one table row of medians.
+simulcast_point() {
+    local n=$1 reports=()
+    for run in $(seq "$RUNS"); do
+        one_run "simulcast-$n-$run" --participants "$n" --speakers 3 --video 640x360@30 --simulcast --join-rate 10 --duration 30s
+        reports+=("$WORK/simulcast-$n-$run.json")
+    done
+    python3 - "${reports[@]}" <<'PY'
+import json, statistics, sys
+runs = [json.load(open(p)) for p in sys.argv[1:]]
+def med(key, scale=1.0):
+    values = [r["figures"].get(key) for r in runs]
+    values = [v * scale for v in values if v is not None]
+    return f"{statistics.median(values):.3g}" if values else "-"
+layers = {}
+for r in runs:
+    for rid, count in (r["figures"].get("simulcastLayers") or {}).items():
+        layers.setdefault(rid, []).append(count)
+decoded = ", ".join(f"{rid} {statistics.median(c):g}" for rid, c in sorted(layers.items())) or "-"
+passed = sum(1 for r in runs if r["passed"])
+print(f"| {runs[0]['figures']['participants']} | {passed}/{len(runs)} | {med('hostCPU')} | {med('compositeFramesPerSecond')} "
+      f"| {med('cameraFramesDecodedPerSecond')} | {med('audioLatencyMillisecondsP95')} | {med('videoLatencyMillisecondsMedian')} / {med('videoLatencyMillisecondsP95')} "
+      f"| {decoded} | {med('loadGeneratorCPUPerParticipant', 100)} % |")
+PY
+}
 
 # one_run NAME LOAD_ARGS...: a fresh host, one load run; the report at $WORK/NAME.json; status in RC.
 one_run() {
@@ -217,6 +246,10 @@ for mode in "${modes[@]}"; do
             point audio-10 10 --speakers 3 --video off --join-rate 20 --duration 20s
             point audio-50 50 --speakers 3 --video off --join-rate 20 --duration 20s
             point audio-200 200 --speakers 3 --video off --join-rate 40 --duration 30s ;;
+        simulcast)
+            echo "| guests | runs passed | host CPU (cores) | composite fps | camera frames decoded /s | audio latency p95 (ms) | video latency median / p95 (ms) | layers decoded (guests) | load generator CPU per guest |"
+            echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+            for n in ${SIMULCAST_SIZES:-49 64 100}; do simulcast_point "$n"; done ;;
         video)
             header
             for n in 4 9 16 25; do point "video-$n" "$n" --speakers 3 --video 640x360@30 --join-rate 10 --duration 20s; done ;;

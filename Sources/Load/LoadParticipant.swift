@@ -97,6 +97,17 @@ final class LoadParticipant {
         var stream: RTPSendStream?
     }
 
+    /// The host's latest REMB cap of the camera (bit/s): simulcast layers are sent from the
+    /// smallest up while their rates fit under it, as Chrome allocates its layers; nil for none.
+    private var cameraCap: Int?
+
+    /// Whether simulcast layer `index` fits under the REMB cap with the layers below it (the
+    /// smallest always goes).
+    private func layerFits(_ index: Int) -> Bool {
+        guard index > 0, let cameraCap, camera.count > 1 else { return true }
+        return camera[...index].reduce(0) { $0 + $1.pictures.bitsPerSecond } <= cameraCap
+    }
+
     /// The ids the host's answer gave the rid extensions, when it took the simulcast layers.
     private var ridExtensionIDs: (rid: UInt8, repaired: UInt8?)?
 
@@ -300,6 +311,7 @@ final class LoadParticipant {
             camera[index].sender = VideoSender(payloadType: PayloadType(96), ssrc: SSRC(layer.ssrc))
         }
         loopFrame = 0
+        cameraCap = nil
         // A simulcast layer names its rid in each packet (RFC 8852), as the host's answer agreed.
         ridExtensionIDs = Self.ridExtensionIDs(videoAnswer)
         self.receiver = receiver
@@ -512,7 +524,7 @@ final class LoadParticipant {
     func sendVideo(now: Instant, capturedAt: Instant) {
         guard state == .connected, let format = model.options.video, let length = camera.first?.pictures.frames.count else { return }
         model.pictureSent(by: index, frame: loopFrame, at: capturedAt)
-        for index in camera.indices {
+        for index in camera.indices where layerFits(index) {
             guard var sender = camera[index].sender else { continue }
             var frame = camera[index].pictures.frames[loopFrame]
             frame.rtpTimestamp = videoTimestamp
@@ -547,6 +559,8 @@ final class LoadParticipant {
                 loopFrame = 0
             case .fullIntraRequest(let fir) where fir.entries.contains(where: { entry in camera.contains { $0.ssrc == entry.ssrc.rawValue } }):
                 loopFrame = 0
+            case .receiverEstimatedMaximumBitrate(let remb) where remb.ssrcs.contains(where: { ssrc in camera.contains { $0.ssrc == ssrc.rawValue } }):
+                cameraCap = Int(clamping: remb.bitrate)
             default: break
             }
         }

@@ -154,7 +154,12 @@ final class PictureLoop {
             frames.append(frame)
         }
         self.frames = frames
+        let bytes = frames.reduce(0) { $0 + $1.data.count }
+        bitsPerSecond = bytes * 8 * format.framesPerSecond / max(1, frames.count)
     }
+
+    /// The loop's rate as sent (bit/s).
+    let bitsPerSecond: Int
 }
 
 enum LoadSetupError: Error, CustomStringConvertible {

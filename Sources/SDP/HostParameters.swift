@@ -24,6 +24,9 @@ public struct HostParameters: Sendable, Equatable {
     public var sessionID: UInt64
     /// The answer's `o=` session version.
     public var sessionVersion: UInt64
+    /// Whether a simulcast offer's layers are taken (RFC 8853); otherwise it is answered as one
+    /// stream (the echo, which sends back what it gets on one SSRC).
+    public var receivesSimulcast: Bool
 
     /// Host parameters; the codec, feedback and extension lists default to Tessera's.
     public init(
@@ -31,8 +34,9 @@ public struct HostParameters: Sendable, Equatable {
         candidateAddresses: [HostCandidateAddress], codecs: [CodecCapability] = [.opus, .vp8],
         feedback: [RTCPFeedback] = HostParameters.defaultFeedback,
         headerExtensionURIs: [String] = HostParameters.defaultHeaderExtensionURIs,
-        senders: [String: HostSender] = [:], sessionID: UInt64, sessionVersion: UInt64 = 2
+        senders: [String: HostSender] = [:], sessionID: UInt64, sessionVersion: UInt64 = 2, receivesSimulcast: Bool = true
     ) {
+        self.receivesSimulcast = receivesSimulcast
         self.iceUsernameFragment = iceUsernameFragment
         self.icePassword = icePassword
         self.fingerprintSHA256 = fingerprintSHA256

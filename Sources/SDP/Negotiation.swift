@@ -515,7 +515,7 @@ struct AnswerBuilder {
     /// whose `a=simulcast` sends two or more layers, each (its first alternative) with an
     /// `a=rid:<id> send`, and the rtp-stream-id extension offered to tell them apart; else none.
     private func simulcastLayers(_ offered: OfferedSection, kind: MediaKind) -> [SimulcastAttribute.Layer] {
-        guard kind == .video, let simulcast = offered.simulcast, simulcast.send.count >= 2,
+        guard host.receivesSimulcast, kind == .video, let simulcast = offered.simulcast, simulcast.send.count >= 2,
               (offered.extensionMaps + session.extensionMaps).contains(where: { $0.uri == "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id" && !$0.isEncrypted })
         else { return [] }
         let sent = Set(offered.rids.filter { $0.direction == .send }.map(\.id))

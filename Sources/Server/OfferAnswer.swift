@@ -83,7 +83,8 @@ struct AcceptedOffer: Sendable {
             iceUsernameFragment: localICE.ufrag, icePassword: localICE.password,
             fingerprintSHA256: host.certificate.fingerprint.sdpValue, candidateAddresses: host.candidateAddresses,
             feedback: feedback, headerExtensionURIs: headerExtensions, senders: senders,
-            sessionID: UInt64.random(in: 1...UInt64(Int64.max), using: &generator))
+            sessionID: UInt64.random(in: 1...UInt64(Int64.max), using: &generator),
+            receivesSimulcast: rule != .everySection)  // the echo sends back on one SSRC
         let negotiated: NegotiatedSession
         do { negotiated = try negotiate(offer: offer, host: parameters) } catch {
             let unusable: Set<SDPError.Kind> = [.noUsableCodec, .noUsableMedia]

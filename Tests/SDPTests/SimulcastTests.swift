@@ -30,6 +30,16 @@ import WireTesting
         #expect(negotiated.media.first { $0.kind == .audio }?.peerRIDs == [])
     }
 
+    /// A host that does not take simulcast (the echo) answers the same offer as one stream.
+    @Test func aHostWithoutSimulcastAnswersOneStream() throws {
+        let offer = try Self.simulcastOffer()
+        var host = Fixture.host(for: offer)
+        host.receivesSimulcast = false
+        let negotiated = try negotiate(offer: offer, host: host)
+        #expect(negotiated.media.allSatisfy { $0.peerRIDs.isEmpty })
+        #expect(!negotiated.answer.serialized().contains("a=simulcast"))
+    }
+
     @Test func withoutSimulcastTheRidExtensionsAreNotTaken() throws {
         let offer = try Fixture.offer("chromium")
         let answer = try negotiate(offer: offer, host: Fixture.host(for: offer)).answer.serialized()
