@@ -37,6 +37,8 @@ public struct InboundSections {
 
     public private(set) var sections: [Section]
     public let extensions: HeaderExtensionMap
+    /// SSRCs learned from packets so far: it changes when there is a new stream to receive.
+    public private(set) var ssrcsLearned = 0
 
     /// The sections of `negotiated`; a section whose mid was in `previous` keeps the SSRCs
     /// learned there (a renegotiation's offer may leave out `a=ssrc`).
@@ -104,9 +106,11 @@ public struct InboundSections {
             let rid = repaired ?? (try? packet.headerExtension(RTPStreamID.self, in: extensions))??.value
             guard let rid, let layer = sections[index].layers.firstIndex(where: { $0.rid == rid }) else { return nil }
             if isRTX { sections[index].layers[layer].rtxSSRC = packet.ssrc } else { sections[index].layers[layer].ssrc = packet.ssrc }
+            ssrcsLearned += 1
             return (index, isRTX)
         }
         if isRTX { sections[index].rtxSSRC = packet.ssrc } else { sections[index].mediaSSRC = packet.ssrc }
+        ssrcsLearned += 1
         return (index, isRTX)
     }
 

@@ -94,16 +94,23 @@ public final class ParticipantInbound {
         receiver = PeerReceiver(localSSRC: SSRC(rawValue: sender?.ssrc ?? UInt32(truncatingIfNeeded: seed | 1)),
                                 cname: sender?.cname ?? "tessera", reducedSize: negotiated.media.allSatisfy(\.reducedSizeRTCP),
                                 seed: seed, now: now)
-        for section in inbound.sections { addSources(of: section) }
+        addSources()
         startDecoders(among: inbound.sections)
     }
 
-    /// Gives `PeerReceiver` the section's streams known so far (repair, statistics).
-    private func addSources(of section: InboundSections.Section) {
-        if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc, rtxSSRC: section.rtxSSRC)) }
-        for layer in section.layers {
-            if let ssrc = layer.ssrc { receiver.add(Self.source(section, ssrc: ssrc, rtxSSRC: layer.rtxSSRC)) }
+    /// `inbound.ssrcsLearned` when the receiver was last given the streams.
+    private var ssrcsAdded = 0
+
+    /// Gives `PeerReceiver` the streams known so far (repair, statistics): each section's, and
+    /// each simulcast layer's.
+    private func addSources() {
+        for section in inbound.sections {
+            if let ssrc = section.mediaSSRC { receiver.add(Self.source(section, ssrc: ssrc, rtxSSRC: section.rtxSSRC)) }
+            for layer in section.layers {
+                if let ssrc = layer.ssrc { receiver.add(Self.source(section, ssrc: ssrc, rtxSSRC: layer.rtxSSRC)) }
+            }
         }
+        ssrcsAdded = inbound.ssrcsLearned
     }
 
     /// What a renegotiation did to the participant's tracks.
@@ -172,7 +179,7 @@ public final class ParticipantInbound {
             }
             if section.mid == screenMid { stopScreen() }
         }
-        for section in inbound.sections { addSources(of: section) }
+        addSources()
         // New sections, and those that began to send again (a screen shared anew on its m-line).
         let resumed = { (section: InboundSections.Section) in section.peerSends && previous.section(mid: section.mid)?.peerSends == false }
         startDecoders(among: inbound.sections.filter { previous.section(mid: $0.mid) == nil || resumed($0) })
@@ -265,8 +272,8 @@ public final class ParticipantInbound {
             receiver.transportPacketArrived(sequenceNumber: number.value, now: now)
         }
         // A source learned from this packet (or its RTX stream) joins the receiver.
+        if inbound.ssrcsLearned != ssrcsAdded { addSources() }
         let section = inbound[index]
-        addSources(of: section)
         guard case .media(let media) = receiver.receive(packet, now: now) else { return Reception() }
         packetsReceived += 1
         bytesReceived += media.payload.count

@@ -202,7 +202,9 @@ public final class LoadRun {
             http.send("GET", "/v1/rooms/\(options.room)") { result in
                 guard case .success(let reply) = result, reply.status == 200,
                       let room = try? JSONDecoder().decode(HostRoomCameras.self, from: Data(reply.body)) else { return }
-                loop.execute { confined.value.hostCameraLayers = room.cameraLayers }
+                // Merged, not replaced: at the end the guests leave one by one, and each keeps
+                // its last reading.
+                loop.execute { confined.value.hostCameraLayers.merge(room.cameraLayers) { _, new in new } }
             }
         }
         if options.video != nil {
