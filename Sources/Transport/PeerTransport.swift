@@ -68,8 +68,11 @@ public final class PeerTransport {
     private var counted = DropCounters()
     public private(set) var failure: Failure?
     public var isSecure: Bool { outbound != nil && failure == nil }
-    /// Where media goes.
-    public var remoteAddress: TransportAddress? {
+    /// Where media goes: kept as `ice` changes, since every packet sent and received reads it
+    /// (reading it from the agent copied the agent, retains and all, per packet).
+    public private(set) var remoteAddress: TransportAddress?
+
+    private static func mediaAddress(of ice: ICERole) -> TransportAddress? {
         switch ice {
         case .lite(let agent): agent.selectedAddress
         case .controlling(let agent): agent.connected ? agent.remoteAddress : nil
@@ -79,7 +82,9 @@ public final class PeerTransport {
     /// True once a valid check came from `address` (or, for a client, it is the host's).
     public func hasValidated(_ address: TransportAddress) -> Bool { validatedAddresses.contains(address) }
 
-    private var ice: ICERole
+    private var ice: ICERole {
+        didSet { remoteAddress = Self.mediaAddress(of: ice) }
+    }
     private let dtls: DTLSTransport
     private let start: Instant
     private var iceConnected = false
@@ -98,6 +103,7 @@ public final class PeerTransport {
 
     public init(ice: ICERole, dtls: DTLSTransport, now: Instant) {
         self.ice = ice
+        remoteAddress = Self.mediaAddress(of: ice)
         self.dtls = dtls
         self.start = now
         if case .controlling(let agent) = ice { validatedAddresses = [agent.remoteAddress] }
@@ -242,8 +248,8 @@ public final class PeerTransport {
     /// divert its media.
     private func heard(from source: TransportAddress, now: Instant) {
         lastHeard[source] = now
-        guard case .lite(var agent) = ice, let selected = agent.selectedAddress, selected != source,
-              now - (lastHeard[selected] ?? start) >= Self.rebindingSilence else { return }
+        guard case .lite = ice, let selected = remoteAddress, selected != source,
+              now - (lastHeard[selected] ?? start) >= Self.rebindingSilence, case .lite(var agent) = ice else { return }
         agent.select(source)
         ice = .lite(agent)
     }
