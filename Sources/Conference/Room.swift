@@ -638,7 +638,8 @@ public final class Room {
             composeTime += ContinuousClock.now - began
             framesComposed += 1
         }
-        guard !receivers.isEmpty, let picture = compositor.outputTrack?.latestFrame(now: deadline) else { return }
+        // A recording takes the main encoding's frames: it runs while one does, watched or not.
+        guard !receivers.isEmpty || mixTrack != nil, let picture = compositor.outputTrack?.latestFrame(now: deadline) else { return }
         // A paused receiver resumes at a key frame of the encoding it will want then.
         for participant in participants where participant.state == .secure && participant.outbound.receivesVideo
             && participant.outbound.wantedVideoEncoding == nil {
@@ -696,6 +697,7 @@ public final class Room {
         for var frame in frames {
             let since = max(.zero, frame.captureTime - epoch).nanosecondsClamped
             frame.rtpTimestamp = UInt32(truncatingIfNeeded: since / 1_000_000_000 * 90_000 + since % 1_000_000_000 * 90_000 / 1_000_000_000)
+            if kind == .main, mixTrack != nil { emit(.recordVideo(frame)) }
             if encoding.packetizer == nil {
                 encoding.packetizer = VideoSender(payloadType: PayloadType(rawValue: 96), ssrc: CompositeEncoding.internalSSRC,
                                                   timestampOffset: timestampOffset)
@@ -721,14 +723,20 @@ public final class Room {
 
     // MARK: Recording
 
-    /// Starts the whole room's mix as a track (for recordings); the composite is drawn from now
-    /// on even when nobody receives it. Returns the mix track.
+    /// Starts the whole room's mix as a track (for recordings); the composite is drawn and its
+    /// main encoding runs from now on even when nobody receives it (`RoomOutput.recordVideo`
+    /// hands its frames out), beginning at a key frame. Returns the mix track.
     public func startRoomMix() -> AudioTrack {
         let track = mixTrack ?? AudioTrack(id: "\(name)/mix")
         mixTrack = track
         mixer.producesRoomMix = true
+        requestRecordingKeyFrame()
         return track
     }
+
+    /// The main encoding makes a key frame soon (at the key frame pacer's pace): a recording
+    /// waits for one to begin its video.
+    public func requestRecordingKeyFrame() { main.keyFrameSoon = true }
 
     /// Ends the room's mix track (the last recording stopped).
     public func stopRoomMix() {

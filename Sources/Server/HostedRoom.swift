@@ -270,6 +270,10 @@ final class HostedRoom {
                     recording.recorder.tick(now: deadline)
                     if !recording.recorder.isRecording { recordingFailed(id) }
                 }
+                // The key frame asked at the start may have gone to a picture the encoder dropped.
+                if recordings.values.contains(where: \.recorder.waitsForKeyFrame) { room.requestRecordingKeyFrame() }
+            case .recordVideo(let frame):
+                for recording in recordings.values { recording.recorder.recordEncodedVideo(frame) }
             case .expired(let id):
                 _ = detach(id, reason: "never connected")
                 expiredJoins += 1
@@ -348,12 +352,13 @@ final class HostedRoom {
     // MARK: Recordings
 
     /// Starts recording the room's composite and whole mix into `path`; returns the wall-clock
-    /// time the file's time zero stands for.
+    /// time the file's time zero stands for. The video is the main encoding's frames as they are
+    /// sent (no second encode); the mix is encoded for the file.
     func startRecording(id: String, file: String, path: String) throws(RecordingError) -> Date {
         let track = room.startRoomMix()
         let canvas = room.compositor.canvasSize
-        let recorder = TrackRecorder(videoTrack: room.compositor.outputTrack, audioTrack: track,
-                                     configuration: .init(width: canvas.width, height: canvas.height, framesPerSecond: room.compositor.fps))
+        let recorder = TrackRecorder(encodedVideo: .init(width: canvas.width, height: canvas.height, framesPerSecond: room.compositor.fps),
+                                     audioTrack: track)
         let start = loop.clock.now()
         do { try recorder.startRecording(fileName: path, now: start) } catch {
             StartFailures.shared.record("recorder", error, log: log, room: name)  // the caller answers the request with the reason

@@ -548,6 +548,8 @@ final class RoomHarness {
                 events.append(event)
             case .recordingTick:
                 break
+            case .recordVideo(let frame):
+                recordedFrames.append(frame)
             case .expired(let id):
                 expired.append(id)
             case .closed(let id):
@@ -556,6 +558,9 @@ final class RoomHarness {
             }
         }
     }
+
+    /// The main encoding's frames the room handed to recordings.
+    private(set) var recordedFrames: [EncodedVideoFrame] = []
 
     private func peer(_ id: String) -> MemoryPeer? { peers.first { $0.id == id } }
 

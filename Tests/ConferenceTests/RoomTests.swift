@@ -154,6 +154,26 @@ import WireTesting
         for peer in [a, b] { expectSees(peer, [(x: 0.25, y: 0.5, colour: Self.red), (x: 0.75, y: 0.5, colour: Self.green)]) }
     }
 
+    /// A recording takes the frames the room's main encoder makes for its receivers, from a key
+    /// frame on, at the canvas size: no second encoder runs; when it stops, none come.
+    @Test func aRecordingMuxesTheMainEncodingsFrames() throws {
+        let harness = RoomHarness()
+        let a = try harness.join("a", tone: 440, colour: YUVColor(red: 220, green: 30, blue: 30))
+        _ = try harness.join("b", tone: 660, colour: YUVColor(red: 30, green: 200, blue: 30))
+        try harness.run(for: .milliseconds(500))
+        _ = try harness.act { room, _ in room.startRoomMix() }
+        try harness.run(for: .seconds(1))
+        let recorded = harness.recordedFrames
+        #expect(recorded.count >= 10, "\(recorded.count) frames in a second of a 15 fps composite")
+        #expect(recorded.first?.isKeyFrame == true)
+        #expect(recorded.allSatisfy { VideoSize(width: $0.width, height: $0.height) == RoomHarness.canvas })
+        #expect(harness.encodersRunning == 1, "the main encoder only")
+        #expect(a.picturesDecoded > 0)
+        try harness.act { room, _ in room.stopRoomMix() }
+        try harness.run(for: .milliseconds(300))
+        #expect(harness.recordedFrames.count == recorded.count)
+    }
+
     @Test func hearFalseTakesOneVoiceOutOfOneMix() throws {
         let (harness, a, _, c) = try threeInARoom()
         try harness.run(for: .milliseconds(500))
