@@ -247,11 +247,12 @@ public final class Room {
         }
     }
 
-    /// Whether any composite encoder runs now (none while nobody receives the composite).
+    /// Whether any composite encoder runs now (none while nobody receives the composite and
+    /// nothing records it).
     public var encodersRunning: Bool { mainRunning || !scaled.isEmpty }
 
-    /// Nobody receives the composite: its encoders stop (a recording has its own encoder). The
-    /// main encoding's next picture starts a new encoder, whose first frame is a key frame.
+    /// Nobody receives the composite and nothing records it: its encoders stop. The main
+    /// encoding's next picture starts a new encoder, whose first frame is a key frame.
     private func stopEncoders() {
         if mainRunning {
             emit(.stopEncoder(.main))
@@ -259,6 +260,11 @@ public final class Room {
             generations += 1
             main.generation = generations
         }
+        stopScaledEncoders()
+    }
+
+    /// Stops the lower and small encodings (nobody receives them).
+    private func stopScaledEncoders() {
         for kind in scaled.keys { emit(.stopEncoder(kind)) }
         scaled = [:]
     }
@@ -631,7 +637,9 @@ public final class Room {
         if encoderSpeed.evaluate(now: now, frameInterval: compositor.tickInterval) {
             mixer.setComplexity(min(mixer.configuration.encoder.complexity, encoderSpeed.setting.mixComplexity))
         }
-        if receivers.isEmpty { stopEncoders() }
+        // With nobody receiving, a recording keeps the main encoding running (it muxes its
+        // frames): stopping it there would start a new encoder, at a key frame, every tick.
+        if receivers.isEmpty { mixTrack == nil ? stopEncoders() : stopScaledEncoders() }
         if !receivers.isEmpty || mixTrack != nil {
             let began = ContinuousClock.now
             compositor.tick(now: deadline)

@@ -447,15 +447,24 @@ import WireTesting
         expectSees(c, [(x: 0.25, y: 0.5, colour: Self.red), (x: 0.75, y: 0.5, colour: Self.blue)])
     }
 
-    /// A recording of a room nobody receives draws the composite (the recorder encodes it with
-    /// its own encoder) but asks no composite encoder for a picture.
-    @Test func aRecordedRoomNobodyReceivesDrawsButDoesNotEncode() throws {
+    /// A recording of a room nobody receives draws the composite and runs the main encoding for
+    /// it: one encoder, kept across ticks (not stopped for want of receivers and started again
+    /// at a key frame every tick), whose frames go to the recording from a key frame on. When
+    /// the recording stops, the encoder stops with it.
+    @Test func aRecordedRoomNobodyReceivesRunsOnlyTheMainEncoderForIt() throws {
         let harness = RoomHarness()
         try harness.join("a", tone: 440, colour: Self.red, sendOnly: true)
         _ = try harness.act { room, _ in room.startRoomMix() }
         try harness.run(for: .seconds(1))
+        let recorded = harness.recordedFrames
         #expect(harness.room.framesComposed > 10)
-        #expect(harness.encodeRequests == 0 && harness.encodersRunning == 0)
+        #expect(harness.encodersRunning == 1 && harness.encodeRequests > 10)
+        #expect(recorded.count > 10 && recorded.first?.isKeyFrame == true)
+        #expect(recorded.filter(\.isKeyFrame).count == 1, "\(recorded.filter(\.isKeyFrame).count) key frames in \(recorded.count)")
+        try harness.act { room, _ in room.stopRoomMix() }
+        try harness.run(for: .milliseconds(300))
+        #expect(harness.encodersRunning == 0 && !harness.room.encodersRunning)
+        #expect(harness.recordedFrames.count == recorded.count)
     }
 
     /// Encodes that take 80 % of the frame interval (a host short of cores) make the room ask
