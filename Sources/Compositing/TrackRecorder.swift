@@ -162,13 +162,15 @@ public final class TrackRecorder: Observable {
     }
 
     /// Writes one VP8 frame of a recorder made with `init(encodedVideo:audioTrack:)`: from the
-    /// first key frame on (the caller asks its encoder for one when the recording starts), at its
-    /// capture time since the start. A frame of another size (the caller's encoder started again
-    /// at a new canvas) ends the recording, as a restarted compositor ends a track's: a WebM
-    /// video track has one size.
+    /// first key frame on (the caller asks its encoder for one when the recording starts), at the
+    /// capture time of the picture it codes since the start (as its RTP timestamp is), so that it
+    /// plays with the audio mixed at that instant. A frame of another size (the caller's encoder
+    /// restarted at a new canvas, which begins at a key frame) goes on in the same file: a VP8
+    /// key frame carries its size, and players (ffmpeg, browsers) follow it; the track's header
+    /// keeps the size the recording began at. One of a new size that is not a key frame waits
+    /// for one (`waitsForKeyFrame`).
     public func recordEncodedVideo(_ frame: EncodedVideoFrame) {
         guard isRunning, videoInput == .encoded, let file else { return }
-        guard frame.width == configuration.width, frame.height == configuration.height else { return finishQuietly() }
         file.writeEncodedVideo(frame)
         if file.errors.contains(where: \.isContainerError) { finishQuietly() }
     }
@@ -208,6 +210,8 @@ private final class FileRecording {
     /// Samples read but not yet encoded (less than a frame between ticks; interleaved).
     private var pendingAudio: [Int16] = []
     private(set) var waitingForKeyFrame = true
+    /// The size of the last frame written of those encoded elsewhere.
+    private var lastEncodedSize: VideoSize?
     /// The file as it was made (device and inode), and when it was last looked for.
     private var fileIdentity: (device: UInt64, inode: UInt64)?
     private var fileCheckedAt: Instant?
@@ -285,12 +289,16 @@ private final class FileRecording {
         }
     }
 
-    /// A frame encoded elsewhere: written once, in capture order, from a key frame on.
+    /// A frame encoded elsewhere: written once, in capture order, from a key frame on (and from
+    /// a key frame on again where the size changes: an inter frame of a new size would be
+    /// decoded against a reference of the old one).
     func writeEncodedVideo(_ frame: EncodedVideoFrame) {
         guard frame.captureTime >= start, lastVideoTime.map({ frame.captureTime > $0 }) ?? true else { return }
+        if let size = lastEncodedSize, size != VideoSize(width: frame.width, height: frame.height), !frame.isKeyFrame { waitingForKeyFrame = true }
         if waitingForKeyFrame && !frame.isKeyFrame { return }
         waitingForKeyFrame = false
         lastVideoTime = frame.captureTime
+        lastEncodedSize = VideoSize(width: frame.width, height: frame.height)
         do {
             try writer.writeVideo(frame.data, isKeyFrame: frame.isKeyFrame, timestamp: frame.captureTime - start)
             videoFramesWritten += 1
