@@ -205,16 +205,8 @@ import WireTesting
         try recorder.stop()
         #expect(harness.recordedFrames.filter(\.isKeyFrame).count == 2, "the first, and the new size's")
 
-        let probe = String(decoding: try runTool("ffprobe", ["-v", "error", "-select_streams", "v", "-count_frames", "-count_packets",
-                                                             "-show_entries", "stream=nb_read_frames,nb_read_packets:format=duration",
-                                                             "-of", "default=nw=1", path]), as: UTF8.self)
-        let fields = Dictionary(probe.split(separator: "\n").compactMap { line -> (String, String)? in
-            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
-            return parts.count == 2 ? (parts[0], parts[1]) : nil
-        }, uniquingKeysWith: { first, _ in first })
-        #expect(abs((Double(fields["duration"] ?? "") ?? 0) - 2.0) < 0.15, "\(probe)")
-        let packets = Int(fields["nb_read_packets"] ?? "") ?? 0
-        #expect(packets >= 25 && fields["nb_read_frames"] == fields["nb_read_packets"], "every frame decodes: \(probe)")
+        let probe = try Self.probeVideo(path)
+        #expect(abs(probe.duration - 2.0) < 0.15 && probe.packets >= 25 && probe.frames == probe.packets, "every frame decodes: \(probe)")
 
         let reader = try MediaFileReader(path: path)
         let opus = try OpusDecoder(channels: try #require(reader.audio).channels)
@@ -241,6 +233,40 @@ import WireTesting
         let mono = reader.audio?.channels == 2 ? stride(from: 0, to: heard.count - 1, by: 2).map { heard[$0] } : heard
         let a = tonePower(mono, frequency: 440), b = tonePower(mono, frequency: 660), neither = tonePower(mono, frequency: 1_000)
         #expect(a > 100 * neither && b > 100 * neither, "440 Hz \(a), 660 Hz \(b), 1 kHz \(neither)")
+    }
+
+    /// What ffprobe makes of a file's video: its duration, and its video packets and the frames
+    /// it decoded of them.
+    static func probeVideo(_ path: String) throws -> (duration: Double, packets: Int, frames: Int) {
+        let text = String(decoding: try runTool("ffprobe", ["-v", "error", "-select_streams", "v", "-count_frames", "-count_packets",
+                                                            "-show_entries", "stream=nb_read_frames,nb_read_packets:format=duration",
+                                                            "-of", "default=nw=1", path]), as: UTF8.self)
+        let fields = Dictionary(text.split(separator: "\n").compactMap { line -> (String, String)? in
+            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+            return parts.count == 2 ? (parts[0], parts[1]) : nil
+        }, uniquingKeysWith: { first, _ in first })
+        return (Double(fields["duration"] ?? "") ?? 0, Int(fields["nb_read_packets"] ?? "") ?? 0, Int(fields["nb_read_frames"] ?? "") ?? -1)
+    }
+
+    /// Slow encodes make the room step its encoder to cheaper VP8 versions while a recording
+    /// runs: each step restarts the encoder at a key frame, and the file takes the frames on
+    /// either side; it plays to its end in ffprobe and every frame of it decodes.
+    @Test func aRecordingPlaysAcrossTheEncodersRestarts() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("steps-\(UUID().uuidString).webm").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let (harness, _, _, _) = try threeInARoom()
+        try harness.run(for: .milliseconds(500))
+        let mix = try harness.act { room, _ in room.startRoomMix() }
+        let recorder = TrackRecorder(encodedVideo: .init(width: RoomHarness.canvas.width, height: RoomHarness.canvas.height, framesPerSecond: 15),
+                                     audioTrack: mix)
+        try recorder.startRecording(fileName: path, now: harness.now)
+        harness.recorder = recorder
+        harness.encodeTime = .milliseconds(53)  // of 67 ms at 15 fps
+        try harness.run(for: .seconds(3))
+        try recorder.stop()
+        #expect(harness.lastProfile == 3 && harness.recordedFrames.filter(\.isKeyFrame).count >= 3, "the first key frame, and one a step")
+        let probe = try Self.probeVideo(path)
+        #expect(abs(probe.duration - 3.0) < 0.15 && probe.packets >= 40 && probe.frames == probe.packets, "every frame decodes: \(probe)")
     }
 
     @Test func hearFalseTakesOneVoiceOutOfOneMix() throws {
