@@ -35,7 +35,7 @@ if start_host sound 50210 '[]'; then
 fi
 
 # 2. A recorded room: the file, read back, plays with lips and voices together. A small room on
-# a 640x360 canvas: the host re-encodes the recording on its media loop, and a debug host on a
+# a 640x360 canvas: the recording muxes the main encoding's frames, and a debug host on a
 # machine busy with something else drops drawings at 1280x720 (a frame lost at an onset shows
 # its lips late in the file); at 640x360 it held 16 to 37 ms (p95) with a core kept busy.
 if start_host recorded 50240 '[]' ', "video": {"width": 640, "height": 360, "bitrate": 800000}'; then

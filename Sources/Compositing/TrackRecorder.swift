@@ -46,6 +46,10 @@ public enum RecordingError: Error, Equatable, CustomStringConvertible {
 ///
 /// A recorder records the tracks it was given: after a compositor restarts, its old output track
 /// has ended, this recorder finishes, and a new one must be made for the new output.
+///
+/// A recorder made with `init(encodedVideo:audioTrack:)` encodes no video: it writes the VP8
+/// frames it is given (`recordEncodedVideo`), from an encoder the caller runs anyway (the host's
+/// composite encoder), so a recording costs no second encode.
 public final class TrackRecorder: Observable {
     public struct Configuration: Sendable, Equatable {
         public var width: Int
@@ -91,8 +95,11 @@ public final class TrackRecorder: Observable {
 
     private weak var videoTrack: VideoTrack?
     private weak var audioTrack: AudioTrack?
-    /// What it was given: a track of these that is gone has ended.
-    private let recordsVideo: Bool, recordsAudio: Bool
+    /// Where its video comes from: a track of pictures it encodes, frames encoded elsewhere, or
+    /// none. A track of these that is gone has ended.
+    private let videoInput: VideoInput
+    private let recordsAudio: Bool
+    enum VideoInput { case none, track, encoded }
     private var file: FileRecording?
 
     /// A recorder of `videoTrack` and `audioTrack` (either may be nil, not both), not yet
@@ -101,9 +108,21 @@ public final class TrackRecorder: Observable {
         self.configuration = configuration
         self.videoTrack = videoTrack
         self.audioTrack = audioTrack
-        recordsVideo = videoTrack != nil
+        videoInput = videoTrack != nil ? .track : .none
         recordsAudio = audioTrack != nil
     }
+
+    /// A recorder of VP8 frames encoded elsewhere at `configuration`'s size (given by
+    /// `recordEncodedVideo`) and of `audioTrack`, not yet recording.
+    public init(encodedVideo configuration: Configuration, audioTrack: AudioTrack?) {
+        self.configuration = configuration
+        self.audioTrack = audioTrack
+        videoInput = .encoded
+        recordsAudio = audioTrack != nil
+    }
+
+    /// Whether it still waits for the key frame its encoded video must begin with.
+    public var waitsForKeyFrame: Bool { isRunning && videoInput == .encoded && (file?.waitingForKeyFrame ?? false) }
 
     /// A recorder that records into `path` from `now` at once.
     public convenience init(path: String, videoTrack: VideoTrack?, audioTrack: AudioTrack?, configuration: Configuration = Configuration(),
@@ -119,10 +138,10 @@ public final class TrackRecorder: Observable {
     /// recorder records one file: it must be made again for another.
     public func startRecording(fileName: String, now: Instant = MonotonicClock().now()) throws(RecordingError) {
         guard file == nil else { return }
-        guard recordsVideo || recordsAudio else { throw .nothingToRecord }
-        if recordsVideo, (videoTrack?.readyState ?? .ended) == .ended { throw .nothingToRecord }
+        guard videoInput != .none || recordsAudio else { throw .nothingToRecord }
+        if videoInput == .track, (videoTrack?.readyState ?? .ended) == .ended { throw .nothingToRecord }
         if recordsAudio, (audioTrack?.readyState ?? .ended) == .ended { throw .nothingToRecord }
-        file = try FileRecording(path: fileName, video: recordsVideo, audioReader: audioTrack?.makeReader(),
+        file = try FileRecording(path: fileName, video: videoInput, audioReader: audioTrack?.makeReader(),
                                  configuration: configuration, now: now)
         isRunning = true
     }
@@ -132,13 +151,27 @@ public final class TrackRecorder: Observable {
         guard isRunning, let file else { return }
         // A track ended, or freed by its owner (as a compositor's old output is when it starts
         // again), ends the recording: nothing more can come of it.
-        if recordsVideo, (videoTrack?.readyState ?? .ended) == .ended { return finishQuietly() }
+        if videoInput == .track, (videoTrack?.readyState ?? .ended) == .ended { return finishQuietly() }
         if recordsAudio, (audioTrack?.readyState ?? .ended) == .ended { return finishQuietly() }
         file.checkFileIsThere(now: now)
         if let videoTrack { file.recordVideo(videoTrack, now: now) }
         file.recordAudio(now: now)
         // The file cannot be written (a full disk, a failed device): it ends here, as complete as
         // it got, and `errors` says why; the tracks go on without it.
+        if file.errors.contains(where: \.isContainerError) { finishQuietly() }
+    }
+
+    /// Writes one VP8 frame of a recorder made with `init(encodedVideo:audioTrack:)`: from the
+    /// first key frame on (the caller asks its encoder for one when the recording starts), at the
+    /// capture time of the picture it codes since the start (as its RTP timestamp is), so that it
+    /// plays with the audio mixed at that instant. A frame of another size (the caller's encoder
+    /// restarted at a new canvas, which begins at a key frame) goes on in the same file: a VP8
+    /// key frame carries its size, and players (ffmpeg, browsers) follow it; the track's header
+    /// keeps the size the recording began at. One of a new size that is not a key frame waits
+    /// for one (`waitsForKeyFrame`).
+    public func recordEncodedVideo(_ frame: EncodedVideoFrame) {
+        guard isRunning, videoInput == .encoded, let file else { return }
+        file.writeEncodedVideo(frame)
         if file.errors.contains(where: \.isContainerError) { finishQuietly() }
     }
 
@@ -176,18 +209,20 @@ private final class FileRecording {
     private var audioOrigin: Duration?
     /// Samples read but not yet encoded (less than a frame between ticks; interleaved).
     private var pendingAudio: [Int16] = []
-    private var waitingForKeyFrame = true
+    private(set) var waitingForKeyFrame = true
+    /// The size of the last frame written of those encoded elsewhere.
+    private var lastEncodedSize: VideoSize?
     /// The file as it was made (device and inode), and when it was last looked for.
     private var fileIdentity: (device: UInt64, inode: UInt64)?
     private var fileCheckedAt: Instant?
 
-    init(path: String, video: Bool, audioReader: AudioTrackReader?, configuration: TrackRecorder.Configuration,
+    init(path: String, video: TrackRecorder.VideoInput, audioReader: AudioTrackReader?, configuration: TrackRecorder.Configuration,
          now: Instant) throws(RecordingError) {
         self.path = path
         self.configuration = configuration
         self.audioReader = audioReader
         start = now
-        if video {
+        if video == .track {
             do {
                 videoEncoder = try VP8Encoder(VP8Encoder.Configuration(width: configuration.width, height: configuration.height,
                                                                        framesPerSecond: configuration.framesPerSecond,
@@ -207,7 +242,7 @@ private final class FileRecording {
         do {
             writer = try WebMWriter(
                 path: path,
-                video: video ? WebMWriter.VideoTrack(width: configuration.width, height: configuration.height) : nil,
+                video: video != .none ? WebMWriter.VideoTrack(width: configuration.width, height: configuration.height) : nil,
                 audio: audioReader.map { _ in WebMWriter.AudioTrack(channels: configuration.audioChannels) })
         } catch { throw .container(error) }
         fileIdentity = Self.identity(of: path)
@@ -251,6 +286,24 @@ private final class FileRecording {
             errors.append(.container(error))
         } catch {
             return
+        }
+    }
+
+    /// A frame encoded elsewhere: written once, in capture order, from a key frame on (and from
+    /// a key frame on again where the size changes: an inter frame of a new size would be
+    /// decoded against a reference of the old one).
+    func writeEncodedVideo(_ frame: EncodedVideoFrame) {
+        guard frame.captureTime >= start, lastVideoTime.map({ frame.captureTime > $0 }) ?? true else { return }
+        if let size = lastEncodedSize, size != VideoSize(width: frame.width, height: frame.height), !frame.isKeyFrame { waitingForKeyFrame = true }
+        if waitingForKeyFrame && !frame.isKeyFrame { return }
+        waitingForKeyFrame = false
+        lastVideoTime = frame.captureTime
+        lastEncodedSize = VideoSize(width: frame.width, height: frame.height)
+        do {
+            try writer.writeVideo(frame.data, isKeyFrame: frame.isKeyFrame, timestamp: frame.captureTime - start)
+            videoFramesWritten += 1
+        } catch {
+            errors.append(.container(error))
         }
     }
 

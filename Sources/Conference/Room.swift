@@ -247,11 +247,12 @@ public final class Room {
         }
     }
 
-    /// Whether any composite encoder runs now (none while nobody receives the composite).
+    /// Whether any composite encoder runs now (none while nobody receives the composite and
+    /// nothing records it).
     public var encodersRunning: Bool { mainRunning || !scaled.isEmpty }
 
-    /// Nobody receives the composite: its encoders stop (a recording has its own encoder). The
-    /// main encoding's next picture starts a new encoder, whose first frame is a key frame.
+    /// Nobody receives the composite and nothing records it: its encoders stop. The main
+    /// encoding's next picture starts a new encoder, whose first frame is a key frame.
     private func stopEncoders() {
         if mainRunning {
             emit(.stopEncoder(.main))
@@ -259,6 +260,11 @@ public final class Room {
             generations += 1
             main.generation = generations
         }
+        stopScaledEncoders()
+    }
+
+    /// Stops the lower and small encodings (nobody receives them).
+    private func stopScaledEncoders() {
         for kind in scaled.keys { emit(.stopEncoder(kind)) }
         scaled = [:]
     }
@@ -654,14 +660,17 @@ public final class Room {
         if encoderSpeed.evaluate(now: now, frameInterval: compositor.tickInterval) {
             mixer.setComplexity(min(mixer.configuration.encoder.complexity, encoderSpeed.setting.mixComplexity))
         }
-        if receivers.isEmpty { stopEncoders() }
+        // With nobody receiving, a recording keeps the main encoding running (it muxes its
+        // frames): stopping it there would start a new encoder, at a key frame, every tick.
+        if receivers.isEmpty { mixTrack == nil ? stopEncoders() : stopScaledEncoders() }
         if !receivers.isEmpty || mixTrack != nil {
             let began = ContinuousClock.now
             compositor.tick(now: deadline)
             composeTime += ContinuousClock.now - began
             framesComposed += 1
         }
-        guard !receivers.isEmpty, let picture = compositor.outputTrack?.latestFrame(now: deadline) else { return }
+        // A recording takes the main encoding's frames: it runs while one does, watched or not.
+        guard !receivers.isEmpty || mixTrack != nil, let picture = compositor.outputTrack?.latestFrame(now: deadline) else { return }
         // A paused receiver resumes at a key frame of the encoding it will want then.
         for participant in participants where participant.state == .secure && participant.outbound.receivesVideo
             && participant.outbound.wantedVideoEncoding == nil {
@@ -719,6 +728,7 @@ public final class Room {
         for var frame in frames {
             let since = max(.zero, frame.captureTime - epoch).nanosecondsClamped
             frame.rtpTimestamp = UInt32(truncatingIfNeeded: since / 1_000_000_000 * 90_000 + since % 1_000_000_000 * 90_000 / 1_000_000_000)
+            if kind == .main, mixTrack != nil { emit(.recordVideo(frame)) }
             if encoding.packetizer == nil {
                 encoding.packetizer = VideoSender(payloadType: PayloadType(rawValue: 96), ssrc: CompositeEncoding.internalSSRC,
                                                   timestampOffset: timestampOffset)
@@ -744,14 +754,20 @@ public final class Room {
 
     // MARK: Recording
 
-    /// Starts the whole room's mix as a track (for recordings); the composite is drawn from now
-    /// on even when nobody receives it. Returns the mix track.
+    /// Starts the whole room's mix as a track (for recordings); the composite is drawn and its
+    /// main encoding runs from now on even when nobody receives it (`RoomOutput.recordVideo`
+    /// hands its frames out), beginning at a key frame. Returns the mix track.
     public func startRoomMix() -> AudioTrack {
         let track = mixTrack ?? AudioTrack(id: "\(name)/mix")
         mixTrack = track
         mixer.producesRoomMix = true
+        requestRecordingKeyFrame()
         return track
     }
+
+    /// The main encoding makes a key frame soon (at the key frame pacer's pace): a recording
+    /// waits for one to begin its video.
+    public func requestRecordingKeyFrame() { main.keyFrameSoon = true }
 
     /// Ends the room's mix track (the last recording stopped).
     public func stopRoomMix() {

@@ -25,6 +25,8 @@ public enum RoomOutput: Sendable {
     case event(RoomEvent)
     /// An audio tick at this deadline pushed the whole room's mix: recordings take it now.
     case recordingTick(Instant)
+    /// A frame of the composite's main encoding, for the recordings (they mux it as it is).
+    case recordVideo(EncodedVideoFrame)
     /// The participant was not secure within `Room.connectTimeout` of joining: it has left the
     /// room (its events are out); close its transport and free what it held.
     case expired(participant: String)

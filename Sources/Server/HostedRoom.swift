@@ -38,6 +38,12 @@ final class HostedRoom {
     private var retired: [CompositeEncoding.Kind: VideoEncodeWorker.Statistics] = [:]
     /// Recordings in progress, by id.
     private var recordings: [String: (file: String, recorder: TrackRecorder)] = [:]
+    /// When a key frame was last asked for a recording that waits for one.
+    private var recordingKeyFrameAskedAt: Instant?
+    /// How long a recording waits for the key frame it asked before it asks again: longer than
+    /// a picture takes to reach the encoder and come back (asked again at every 20 ms tick, the
+    /// first one still in the encoder brought a second 100 ms later, to every receiver).
+    static let recordingKeyFrameRetry: Duration = .milliseconds(300)
     /// Every recording's start and end, kept after the room closes.
     private let recordingLog: RecordingLog
     /// Called when the last participant left.
@@ -270,6 +276,14 @@ final class HostedRoom {
                     recording.recorder.tick(now: deadline)
                     if !recording.recorder.isRecording { recordingFailed(id) }
                 }
+                // The key frame asked at the start may have gone to a picture the encoder dropped.
+                if recordings.values.contains(where: \.recorder.waitsForKeyFrame),
+                   recordingKeyFrameAskedAt.map({ deadline - $0 >= Self.recordingKeyFrameRetry }) ?? true {
+                    recordingKeyFrameAskedAt = deadline
+                    room.requestRecordingKeyFrame()
+                }
+            case .recordVideo(let frame):
+                for recording in recordings.values { recording.recorder.recordEncodedVideo(frame) }
             case .expired(let id):
                 _ = detach(id, reason: "never connected")
                 expiredJoins += 1
@@ -348,12 +362,14 @@ final class HostedRoom {
     // MARK: Recordings
 
     /// Starts recording the room's composite and whole mix into `path`; returns the wall-clock
-    /// time the file's time zero stands for.
+    /// time the file's time zero stands for. The video is the main encoding's frames as they are
+    /// sent (no second encode); the mix is encoded for the file.
     func startRecording(id: String, file: String, path: String) throws(RecordingError) -> Date {
-        let track = room.startRoomMix()
+        let track = room.startRoomMix()  // asks the main encoding for a key frame
+        recordingKeyFrameAskedAt = loop.clock.now()
         let canvas = room.compositor.canvasSize
-        let recorder = TrackRecorder(videoTrack: room.compositor.outputTrack, audioTrack: track,
-                                     configuration: .init(width: canvas.width, height: canvas.height, framesPerSecond: room.compositor.fps))
+        let recorder = TrackRecorder(encodedVideo: .init(width: canvas.width, height: canvas.height, framesPerSecond: room.compositor.fps),
+                                     audioTrack: track)
         let start = loop.clock.now()
         do { try recorder.startRecording(fileName: path, now: start) } catch {
             StartFailures.shared.record("recorder", error, log: log, room: name)  // the caller answers the request with the reason

@@ -546,8 +546,11 @@ final class RoomHarness {
                 stoppedDecoders.append(stream)
             case .event(let event):
                 events.append(event)
-            case .recordingTick:
-                break
+            case .recordingTick(let deadline):
+                recorder?.tick(now: deadline)
+            case .recordVideo(let frame):
+                recordedFrames.append(frame)
+                recorder?.recordEncodedVideo(frame)
             case .expired(let id):
                 expired.append(id)
             case .closed(let id):
@@ -556,6 +559,12 @@ final class RoomHarness {
             }
         }
     }
+
+    /// The main encoding's frames the room handed to recordings.
+    private(set) var recordedFrames: [EncodedVideoFrame] = []
+    /// When set, a recorder fed as the host feeds its recordings: the recording ticks, and the
+    /// main encoding's frames as they are.
+    var recorder: TrackRecorder?
 
     private func peer(_ id: String) -> MemoryPeer? { peers.first { $0.id == id } }
 

@@ -1,4 +1,5 @@
 import Compositing
+import Foundation
 import Conference
 import Media
 import Testing
@@ -152,6 +153,120 @@ import WireTesting
         try harness.room.setLayout(.preset(.grid))
         try harness.run(for: .seconds(1))
         for peer in [a, b] { expectSees(peer, [(x: 0.25, y: 0.5, colour: Self.red), (x: 0.75, y: 0.5, colour: Self.green)]) }
+    }
+
+    /// A recording takes the frames the room's main encoder makes for its receivers, from a key
+    /// frame on, at the canvas size: no second encoder runs; when it stops, none come.
+    @Test func aRecordingMuxesTheMainEncodingsFrames() throws {
+        let harness = RoomHarness()
+        let a = try harness.join("a", tone: 440, colour: YUVColor(red: 220, green: 30, blue: 30))
+        _ = try harness.join("b", tone: 660, colour: YUVColor(red: 30, green: 200, blue: 30))
+        try harness.run(for: .milliseconds(500))
+        _ = try harness.act { room, _ in room.startRoomMix() }
+        try harness.run(for: .seconds(1))
+        let recorded = harness.recordedFrames
+        #expect(recorded.count >= 10, "\(recorded.count) frames in a second of a 15 fps composite")
+        #expect(recorded.first?.isKeyFrame == true)
+        #expect(recorded.allSatisfy { VideoSize(width: $0.width, height: $0.height) == RoomHarness.canvas })
+        #expect(harness.encodersRunning == 1, "the main encoder only")
+        #expect(a.picturesDecoded > 0)
+        try harness.act { room, _ in room.stopRoomMix() }
+        try harness.run(for: .milliseconds(300))
+        #expect(harness.recordedFrames.count == recorded.count)
+    }
+
+    /// A recording as the host makes it (`TrackRecorder(encodedVideo:audioTrack:)` given the
+    /// main encoding's frames and the room's whole mix), through a change of the canvas's size
+    /// halfway (the encoder restarts at a key frame of the new size): the file plays to its end
+    /// in ffprobe, every frame of it decodes, each picture shows each guest's colour in its tile
+    /// (before the change and after), its audio holds both voices, and each picture plays at
+    /// the instant it was drawn for (its time in the file is its capture's since the start, as
+    /// its RTP timestamp is), so it plays with the audio mixed then.
+    @Test func aRecordingOfTheMainEncodingPlaysAcrossACanvasChange() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("room-\(UUID().uuidString).webm").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let harness = RoomHarness()
+        try harness.join("a", tone: 440, colour: Self.red)
+        try harness.join("b", tone: 660, colour: Self.green)
+        try harness.run(for: .milliseconds(500))
+        let start = harness.now
+        let mix = try harness.act { room, _ in room.startRoomMix() }
+        let recorder = TrackRecorder(encodedVideo: .init(width: RoomHarness.canvas.width, height: RoomHarness.canvas.height, framesPerSecond: 15),
+                                     audioTrack: mix)
+        try recorder.startRecording(fileName: path, now: start)
+        harness.recorder = recorder
+        try harness.run(for: .seconds(1))
+        let small = TemplateDescription(canvas: .init(width: 240, height: 144, fps: 15), positions: [
+            .init(participant: "a", rect: NormalizedRect(x: 0, y: 0, width: 0.5, height: 1)),
+            .init(participant: "b", rect: NormalizedRect(x: 0.5, y: 0, width: 0.5, height: 1)),
+        ])
+        try harness.room.setLayout(.custom(small))
+        try harness.run(for: .seconds(1))
+        try recorder.stop()
+        #expect(harness.recordedFrames.filter(\.isKeyFrame).count == 2, "the first, and the new size's")
+
+        let probe = try Self.probeVideo(path)
+        #expect(abs(probe.duration - 2.0) < 0.15 && probe.packets >= 25 && probe.frames == probe.packets, "every frame decodes: \(probe)")
+
+        let reader = try MediaFileReader(path: path)
+        let opus = try OpusDecoder(channels: try #require(reader.audio).channels)
+        let vp8 = try VP8Decoder()
+        var pictures: [(at: Duration, picture: I420Frame)] = []
+        var heard: [Int16] = []
+        while let packet = try reader.nextPacket() {
+            switch packet.kind {
+            case .video: if let picture = try vp8.decode(packet.data) { pictures.append((packet.timestamp, picture)) }
+            case .audio: heard += try opus.decode(packet.data).samples
+            }
+        }
+        // WebM keeps whole milliseconds.
+        let captured = harness.recordedFrames.map { ($0.captureTime - start).seconds }
+        #expect(pictures.allSatisfy { picture in captured.contains { abs($0 - picture.at.seconds) <= 0.001 } },
+                "each picture at its capture's time since the start")
+        for size in [RoomHarness.canvas, VideoSize(width: 240, height: 144)] {
+            let picture = try #require(pictures.last { $0.picture.width == size.width && $0.picture.height == size.height }?.picture, "\(size)")
+            for (x, colour) in [(0.25, Self.red), (0.75, Self.green)] {
+                let seen = picture.pixel(x: Int(x * Double(size.width)), y: size.height / 2)
+                #expect(seen.isClose(to: colour, tolerance: 24), "\(size): \(seen) at \(x), not \(colour)")
+            }
+        }
+        let mono = reader.audio?.channels == 2 ? stride(from: 0, to: heard.count - 1, by: 2).map { heard[$0] } : heard
+        let a = tonePower(mono, frequency: 440), b = tonePower(mono, frequency: 660), neither = tonePower(mono, frequency: 1_000)
+        #expect(a > 100 * neither && b > 100 * neither, "440 Hz \(a), 660 Hz \(b), 1 kHz \(neither)")
+    }
+
+    /// What ffprobe makes of a file's video: its duration, and its video packets and the frames
+    /// it decoded of them.
+    static func probeVideo(_ path: String) throws -> (duration: Double, packets: Int, frames: Int) {
+        let text = String(decoding: try runTool("ffprobe", ["-v", "error", "-select_streams", "v", "-count_frames", "-count_packets",
+                                                            "-show_entries", "stream=nb_read_frames,nb_read_packets:format=duration",
+                                                            "-of", "default=nw=1", path]), as: UTF8.self)
+        let fields = Dictionary(text.split(separator: "\n").compactMap { line -> (String, String)? in
+            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+            return parts.count == 2 ? (parts[0], parts[1]) : nil
+        }, uniquingKeysWith: { first, _ in first })
+        return (Double(fields["duration"] ?? "") ?? 0, Int(fields["nb_read_packets"] ?? "") ?? 0, Int(fields["nb_read_frames"] ?? "") ?? -1)
+    }
+
+    /// Slow encodes make the room step its encoder to cheaper VP8 versions while a recording
+    /// runs: each step restarts the encoder at a key frame, and the file takes the frames on
+    /// either side; it plays to its end in ffprobe and every frame of it decodes.
+    @Test func aRecordingPlaysAcrossTheEncodersRestarts() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("steps-\(UUID().uuidString).webm").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let (harness, _, _, _) = try threeInARoom()
+        try harness.run(for: .milliseconds(500))
+        let mix = try harness.act { room, _ in room.startRoomMix() }
+        let recorder = TrackRecorder(encodedVideo: .init(width: RoomHarness.canvas.width, height: RoomHarness.canvas.height, framesPerSecond: 15),
+                                     audioTrack: mix)
+        try recorder.startRecording(fileName: path, now: harness.now)
+        harness.recorder = recorder
+        harness.encodeTime = .milliseconds(53)  // of 67 ms at 15 fps
+        try harness.run(for: .seconds(3))
+        try recorder.stop()
+        #expect(harness.lastProfile == 3 && harness.recordedFrames.filter(\.isKeyFrame).count >= 3, "the first key frame, and one a step")
+        let probe = try Self.probeVideo(path)
+        #expect(abs(probe.duration - 3.0) < 0.15 && probe.packets >= 40 && probe.frames == probe.packets, "every frame decodes: \(probe)")
     }
 
     @Test func hearFalseTakesOneVoiceOutOfOneMix() throws {
@@ -427,15 +542,24 @@ import WireTesting
         expectSees(c, [(x: 0.25, y: 0.5, colour: Self.red), (x: 0.75, y: 0.5, colour: Self.blue)])
     }
 
-    /// A recording of a room nobody receives draws the composite (the recorder encodes it with
-    /// its own encoder) but asks no composite encoder for a picture.
-    @Test func aRecordedRoomNobodyReceivesDrawsButDoesNotEncode() throws {
+    /// A recording of a room nobody receives draws the composite and runs the main encoding for
+    /// it: one encoder, kept across ticks (not stopped for want of receivers and started again
+    /// at a key frame every tick), whose frames go to the recording from a key frame on. When
+    /// the recording stops, the encoder stops with it.
+    @Test func aRecordedRoomNobodyReceivesRunsOnlyTheMainEncoderForIt() throws {
         let harness = RoomHarness()
         try harness.join("a", tone: 440, colour: Self.red, sendOnly: true)
         _ = try harness.act { room, _ in room.startRoomMix() }
         try harness.run(for: .seconds(1))
+        let recorded = harness.recordedFrames
         #expect(harness.room.framesComposed > 10)
-        #expect(harness.encodeRequests == 0 && harness.encodersRunning == 0)
+        #expect(harness.encodersRunning == 1 && harness.encodeRequests > 10)
+        #expect(recorded.count > 10 && recorded.first?.isKeyFrame == true)
+        #expect(recorded.filter(\.isKeyFrame).count == 1, "\(recorded.filter(\.isKeyFrame).count) key frames in \(recorded.count)")
+        try harness.act { room, _ in room.stopRoomMix() }
+        try harness.run(for: .milliseconds(300))
+        #expect(harness.encodersRunning == 0 && !harness.room.encodersRunning)
+        #expect(harness.recordedFrames.count == recorded.count)
     }
 
     /// Encodes that take 80 % of the frame interval (a host short of cores) make the room ask
