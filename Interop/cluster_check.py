@@ -5,7 +5,8 @@ network namespace Interop/cluster_check.sh makes.
 Starts redis-server (persistence off) and three `tessera serve` hosts a, b, c sharing it, then
 checks: placement on the host with the most spare capacity; a join and other room calls made at
 the wrong host answered 307 to the owner (same path and query), which the client follows; an
-aiortc participant that joins through a 307 and connects to the owner; two first joins of one
+aiortc participant that joins through a 307 and connects to the owner; `tessera load` at the
+wrong host, whose joins follow the 307; two first joins of one
 room racing at two hosts ending at one owner; drain (POST /v1/drain: placement skips the host,
 its room goes on, /metrics says so, --exit-when-drained exits 0 after its last room); kill -9 of
 a room's owner, then the room placed anew on a live host; Redis stopped (owned rooms still
@@ -274,6 +275,12 @@ def main():
         # aiortc joins at the wrong host and connects to the owner.
         ok, detail = aiortc_join_through_redirect(wrong, "p1")
         check("aiortc follows the 307 and connects to the owner", ok, detail)
+
+        # tessera load at the wrong host: its joins follow the 307, its leaves go to the owner.
+        load = subprocess.run([cluster.tessera, "load", "--url", url_of(wrong), "--room", "p1", "--participants", "2", "--duration", "5s",
+                               "--video", "off", "--report", "none"], capture_output=True, text=True, timeout=90)
+        check("tessera load at the wrong host follows the 307: every check passes", load.returncode == 0,
+              (load.stdout + load.stderr)[-600:])
 
         # Races: two first joins of one new room at two hosts at once end at one owner.
         outcomes = []
