@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // Tessera: a conference MCU host. One module per layer; a lower layer never imports a higher one:
-//   C* system libraries, Wire  <  RTP, SDP, Sockets  <  Media  <  Streams, Transport, Compositing  <  Conference  <  Server, Load  <  tessera
+//   C* system libraries, Wire  <  RTP, SDP, Sockets, Cluster  <  Media  <  Streams, Transport, Compositing  <  Conference  <  Server, Load  <  tessera
 import PackageDescription
 
 /// A system-library target: a modulemap plus a shim header of `static inline` wrappers for the
@@ -27,6 +27,9 @@ let package = Package(
         system("CAVFormat", pkgConfig: "libavformat", apt: ["libavformat-dev", "libavcodec-dev", "libavutil-dev"]),
         system("CFreeType", pkgConfig: "freetype2", apt: ["libfreetype-dev"]),
         system("CZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
+        // hiredis.pc adds -D_FILE_OFFSET_BITS=64, which SwiftPM refuses (with a warning); the headers
+        // are in /usr/include and the modulemap links the library, so pkg-config is not needed.
+        system("CHiredis", pkgConfig: nil, apt: ["libhiredis-dev"]),
         // epoll, eventfd and recvmmsg/sendmmsg, which Glibc's Swift module leaves out.
         .target(name: "CLinux"),
         // libsrtp2's AES-CM, AES-GCM and HMAC-SHA1 on OpenSSL's EVP, installed into libsrtp's crypto
@@ -54,8 +57,11 @@ let package = Package(
         .target(name: "Compose", dependencies: ["Wire", "Media", "Compositing"]),
         // The socket boundary: an epoll event loop with deadlines, batched UDP sockets, media ticks.
         .target(name: "Sockets", dependencies: ["Wire", "CLinux"]),
+        // Many hosts, one service: the Redis client (hiredis), node records, placement, room
+        // leases, all Redis I/O on one worker thread. Knows nothing of rooms' media.
+        .target(name: "Cluster", dependencies: ["Wire", "CHiredis"]),
         // The host: rooms, mixes, the composite, the HTTP API, config.
-        .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Sockets", "Media", "Compositing", "Conference", "CMicroHTTPD"],
+        .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Sockets", "Media", "Compositing", "Conference", "Cluster", "CMicroHTTPD"],
                 resources: [.copy("Web")]),
         // tessera load: synthetic participants in the client role, their checks and the report.
         .target(name: "Load", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Sockets", "Media", "Compositing"]),
@@ -78,6 +84,7 @@ let package = Package(
         .testTarget(name: "SocketsTests", dependencies: ["Sockets", "Transport", "Wire"]),
         .testTarget(name: "LoadTests", dependencies: ["Load", "Media", "Compositing", "WireTesting"]),
         .testTarget(name: "ConferenceTests", dependencies: ["Conference", "Compositing", "Media", "RTP", "SDP", "Streams", "Transport", "Load", "Wire", "WireTesting", "MediaTesting"]),
+        .testTarget(name: "ClusterTests", dependencies: ["Cluster", "Wire", "WireTesting"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Sockets", "Load", "Compositing", "Conference", "WireTesting", "MediaTesting"]),
     ],
     swiftLanguageModes: [.v6]

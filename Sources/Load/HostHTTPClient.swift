@@ -36,13 +36,21 @@ final class HostHTTPClient: Sendable {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 10
         configuration.httpMaximumConnectionsPerHost = 16
-        session = URLSession(configuration: configuration)
+        // Redirects are followed here, not by URLSession: on Linux it re-sends a 307's POST
+        // without its body, and the cluster (docs/cluster.md) redirects joins.
+        session = URLSession(configuration: configuration, delegate: NoRedirects(), delegateQueue: nil)
     }
 
-    func send(_ method: String, _ path: String, contentType: String? = nil, body: [UInt8]? = nil,
+    /// How many 307/308 redirects one call follows (a cluster needs one).
+    static let maximumRedirects = 3
+
+    func send(_ method: String, _ path: String, contentType: String? = nil, body: [UInt8]? = nil, redirects: Int = 0,
               completion: @escaping @Sendable (Result<Reply, Failure>) -> Void) {
-        guard let url = URL(string: base + path) else {
-            completion(.failure(.transport("cannot make a URL of \(base + path)")))
+        // A path, or a URL in full: in a cluster a join's session is named on its host
+        // (docs/cluster.md), which may not be `base`. URLSession follows 307s itself.
+        let target = path.hasPrefix("http://") || path.hasPrefix("https://") ? path : base + path
+        guard let url = URL(string: target) else {
+            completion(.failure(.transport("cannot make a URL of \(target)")))
             return
         }
         var request = URLRequest(url: url)
@@ -62,6 +70,12 @@ final class HostHTTPClient: Sendable {
             var headers: [String: String] = [:]
             for (name, value) in response.allHeaderFields {
                 if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+            }
+            // A 307 or 308 is repeated at its Location with the same method, body and token.
+            if [307, 308].contains(response.statusCode), let location = headers["location"], redirects < Self.maximumRedirects,
+               location.hasPrefix("http://") || location.hasPrefix("https://") || location.hasPrefix("/") {
+                self.send(method, location, contentType: contentType, body: body, redirects: redirects + 1, completion: completion)
+                return
             }
             completion(.success(Reply(status: response.statusCode, headers: headers, body: data.map { Array($0) } ?? [])))
         }.resume()
@@ -83,6 +97,14 @@ final class HostHTTPClient: Sendable {
     }
 
     func cancelAll() { session.invalidateAndCancel() }
+}
+
+/// Refuses URLSession's own redirects: the 3xx answer itself is delivered.
+private final class NoRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
+    }
 }
 
 /// One result handed from URLSession's thread to a waiting one.

@@ -1,3 +1,4 @@
+import Cluster
 import Compositing
 import Conference
 import Foundation
@@ -14,6 +15,8 @@ public final class ConferenceHost: Sendable {
     /// The host's log, in the config's `log` format and level.
     public let log: HostLog
     private let api: HostAPI
+    /// In a cluster: this host's record, its rooms' leases and the answers about other rooms.
+    public let cluster: ClusterCoordinator?
 
     /// Starts the host. Its log lines go to `logSink` (standard error unless a test captures them).
     public init(config: HostConfig, logSink: @escaping HostLog.Sink = HostLog.standardError) throws {
@@ -21,6 +24,16 @@ public final class ConferenceHost: Sendable {
         let log = HostLog(format: config.log.format, level: config.log.level, sink: logSink)
         self.log = log
         let listen = try TransportAddress(parsing: config.http.listen)  // before the media loop starts
+        var cluster: ClusterCoordinator?
+        if let settings = config.cluster {
+            // `validate()` has checked the URL; a config built in code is checked here.
+            var coordinator = ClusterCoordinator.Settings(redis: try RedisURL(parsing: settings.redis), node: settings.node, url: settings.url)
+            coordinator.maxRooms = config.limits.maxRooms
+            cluster = ClusterCoordinator(settings: coordinator) { warning, event, fields in
+                log.log(warning ? .warning : .info, event, fields: fields)
+            }
+        }
+        self.cluster = cluster
         media = try MediaHost(listen: TransportAddress(parsing: config.media.listen),
                               tcpListen: config.media.tcpAddress.map { text in try TransportAddress(parsing: text) },
                               announce: config.media.announce,
@@ -35,7 +48,7 @@ public final class ConferenceHost: Sendable {
             log.warning("testingFaults", ["detail": "deliberate faults for tests are on: \(config.testing.faults.map(\.rawValue).sorted().joined(separator: ", "))"])
         }
         let api = HostAPI(media: media, limits: config.limits, secret: config.auth.secret, video: config.video,
-                          recordingsFolder: config.recordings.folder, faults: config.testing.faults, log: log)
+                          recordingsFolder: config.recordings.folder, faults: config.testing.faults, cluster: cluster, log: log)
         self.api = api
         do {
             http = try HTTPServer(listen: listen, maxBodyBytes: config.http.maxBodyBytes,
@@ -45,6 +58,7 @@ public final class ConferenceHost: Sendable {
             media.stop()
             throw error
         }
+        cluster?.start()
         log.info("started", [
             "http": "\(http.scheme)://\(http.address)",
             "media": media.mediaAddress.map(\.description),  // UDP
@@ -52,7 +66,22 @@ public final class ConferenceHost: Sendable {
             "announce": media.candidateAddresses.filter { !$0.isTCP }.map(\.address).joined(separator: ","),
             "auth": config.auth.secret == nil ? "off" : "on",
             "recordings": config.recordings.folder,
+            "cluster": config.cluster.map { "node \($0.node) at \($0.url), Redis \($0.redis)" } ?? "off",
         ])
+    }
+
+    /// SIGUSR1 or `POST /v1/drain`: no new room opens here (placement skips the host); the open
+    /// rooms go on.
+    public func drain() {
+        _ = api.startDraining()
+    }
+
+    public var isDraining: Bool { api.drain.isDraining }
+
+    /// Draining with no room open: what `--exit-when-drained` waits for. False while the loop
+    /// does not answer.
+    public var isDrainedAndEmpty: Bool {
+        api.drain.isDraining && api.openRoomCount() == 0
     }
 
     /// The line `tessera serve` prints once it accepts requests.
@@ -65,6 +94,7 @@ public final class ConferenceHost: Sendable {
         api.events.closeAll()
         http.stop()
         api.finishRecordings()
+        cluster?.stop()  // the record and the leases go now, so the rooms can be re-placed at once
         media.stop()
         log.info("stopped")
     }

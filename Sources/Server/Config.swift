@@ -1,3 +1,4 @@
+import Cluster
 import Compositing
 import Foundation
 import Sockets
@@ -125,6 +126,24 @@ public struct HostConfig: Sendable, Equatable {
         }
     }
 
+    /// Many hosts, one service (docs/cluster.md): rooms placed across the hosts that share one
+    /// Redis. Nil: this host alone, as before.
+    public struct Cluster: Sendable, Equatable {
+        /// `redis://HOST:PORT[/DB]`: the directory every host of the cluster shares.
+        public var redis: String
+        /// This host's name in the cluster (1 to 64 of A-Z a-z 0-9 - _ .), unique in it.
+        public var node: String
+        /// How clients reach this host (`http://HOST:PORT`, or `https://…`): redirects point here.
+        public var url: String
+        /// An edge host for cascaded viewers: not built yet, so only `false` is taken.
+        public var edge = false
+        public init(redis: String, node: String, url: String) {
+            self.redis = redis
+            self.node = node
+            self.url = url
+        }
+    }
+
     /// The host's log (`HostLog`): its format and the least level written.
     public struct Log: Sendable, Equatable {
         public var format = HostLog.Format.text
@@ -140,6 +159,7 @@ public struct HostConfig: Sendable, Equatable {
     public var video = Video()
     public var testing = Testing()
     public var log = Log()
+    public var cluster: Cluster?
 
     public init() {}
 
@@ -197,6 +217,7 @@ public struct HostConfig: Sendable, Equatable {
             "loss": .number, "burst": .number, "delay": .string, "jitter": .string, "reorder": .number, "seed": .integer,
         ])]),
         "log": .object(["format": .string, "level": .string]),
+        "cluster": .object(["redis": .string, "node": .string, "url": .string, "edge": .boolean]),
     ])
 
     /// Reads and checks a config file. A missing path gives the defaults.
@@ -292,6 +313,14 @@ public struct HostConfig: Sendable, Equatable {
         try within("video.smallWidth", video.smallWidth, 2...3840)
         try within("video.smallHeight", video.smallHeight, 2...2160)
         try within("video.smallBitrate", video.smallBitrate, 60_000...20_000_000, " bit/s")
+        if let cluster {
+            do { _ = try RedisURL(parsing: cluster.redis) } catch { throw bad("cluster.redis", error.description) }
+            guard ClusterNames.isValid(cluster.node) else { throw bad("cluster.node", "must be 1 to 64 of A-Z a-z 0-9 - _ .") }
+            guard ClusterNames.isValidURL(cluster.url) else {
+                throw bad("cluster.url", "must be how clients reach this host: http://HOST:PORT or https://HOST:PORT, with no path")
+            }
+            guard !cluster.edge else { throw bad("cluster.edge", "edge hosts (cascaded viewers) are not built yet: leave it out or false") }
+        }
         if let impair = testing.impair {
             guard (0...1).contains(impair.loss) else { throw bad("testing.impair.loss", "must be a fraction 0…1, not \(impair.loss)") }
             guard (0...1).contains(impair.reorder) else { throw bad("testing.impair.reorder", "must be a fraction 0…1, not \(impair.reorder)") }
@@ -302,7 +331,7 @@ public struct HostConfig: Sendable, Equatable {
 
 // Decoding keeps the default of every field the file leaves out.
 extension HostConfig: Codable {
-    enum CodingKeys: String, CodingKey { case http, media, auth, limits, recordings, video, testing, log }
+    enum CodingKeys: String, CodingKey { case http, media, auth, limits, recordings, video, testing, log, cluster }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         http = try c.decodeIfPresent(HTTP.self, forKey: .http) ?? HTTP()
@@ -313,6 +342,17 @@ extension HostConfig: Codable {
         video = try c.decodeIfPresent(Video.self, forKey: .video) ?? Video()
         testing = try c.decodeIfPresent(Testing.self, forKey: .testing) ?? Testing()
         log = try c.decodeIfPresent(Log.self, forKey: .log) ?? Log()
+        cluster = try c.decodeIfPresent(Cluster.self, forKey: .cluster)
+    }
+}
+extension HostConfig.Cluster: Codable {
+    enum CodingKeys: String, CodingKey { case redis, node, url, edge }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        redis = try c.decode(String.self, forKey: .redis)
+        node = try c.decode(String.self, forKey: .node)
+        url = try c.decode(String.self, forKey: .url)
+        edge = try c.decodeIfPresent(Bool.self, forKey: .edge) ?? false
     }
 }
 extension HostConfig.Log: Codable {

@@ -1,3 +1,4 @@
+import Cluster
 import Conference
 import Wire
 import Sockets
@@ -25,9 +26,15 @@ public final class HostAPI: Sendable {
     /// Where recordings go.
     let recordingsFolder: String
 
+    /// In a cluster (docs/cluster.md): who owns each room, asked of Redis off the media loop.
+    let cluster: ClusterCoordinator?
+    /// Set by SIGUSR1 or `POST /v1/drain`: no new room opens here; the open ones go on.
+    let drain = DrainState()
+
     init(media: MediaHost, limits: HostConfig.Limits, secret: String?, video: HostConfig.Video = HostConfig.Video(),
-         recordingsFolder: String = "recordings", faults: Set<HostConfig.Testing.Fault> = [], log: HostLog) {
+         recordingsFolder: String = "recordings", faults: Set<HostConfig.Testing.Fault> = [], cluster: ClusterCoordinator? = nil, log: HostLog) {
         self.media = media
+        self.cluster = cluster
         self.log = log
         let events = RoomEventHub(log: log)
         self.events = events
@@ -45,6 +52,14 @@ public final class HostAPI: Sendable {
                                                          maxVoices: limits.maxVoices,
                                                          decodeWorkers: limits.decodeWorkers ?? VideoDecodePool.defaultSize),
                                            video: video, faults: faults, events: events, log: log), on: media.loop)
+        if let cluster {
+            // Before the loop touches the directory: set here, then read only on the loop.
+            let rooms = self.rooms, loop = media.loop
+            loop.execute {
+                rooms.value.cluster = cluster
+                rooms.value.publishEverySecond(on: loop)
+            }
+        }
     }
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
@@ -63,6 +78,7 @@ public final class HostAPI: Sendable {
         Route("POST", "/v1/echo", grant: { _, _ in .anyValidToken }) { api, request, _ in api.startEcho(request) },
         Route("DELETE", "/v1/echo/{id}", grant: { _, _ in .anyValidToken }) { api, _, path in api.stopEcho(path.id) },
         Route("GET", "/v1/rooms", grant: { _, _ in .admin(room: nil) }) { api, _, _ in api.listRooms() },
+        Route("POST", "/v1/drain", grant: { _, _ in .admin(room: nil) }) { api, _, _ in api.startDraining() },
         Route("GET", "/v1/rooms/{room}", grant: { path, _ in .member(room: path.room, identity: nil) }) { api, _, path in
             api.showRoom(path.room)
         },
@@ -124,7 +140,12 @@ public final class HostAPI: Sendable {
         for route in Self.routes where route.method == request.method {
             guard let path = route.match(segments) else { continue }
             let grant = route.grant(path, request)
-            return authorize(request, grant) ?? route.handle(self, request, path)
+            if let refused = authorize(request, grant) { return refused }
+            if let cluster, !path.room.isEmpty,
+               let elsewhere = clusterAnswer(cluster, request, room: path.room, places: route.method == "POST" && route.pattern.last == "participants") {
+                return elsewhere
+            }
+            return route.handle(self, request, path)
         }
         return .error(404, "not found", detail: "\(request.method) \(request.path) is not part of this host's API")
     }

@@ -55,6 +55,12 @@ public final class HostLog: Sendable {
         sink(line(level, event, all, at: now()))
     }
 
+    /// `log` with fields made at run time (the cluster's worker names its own), sorted by key.
+    public func log(_ level: Level, _ event: String, fields: [String: String]) {
+        guard isEnabled(level) else { return }
+        sink(line(level, event, fields.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }, at: now()))
+    }
+
     public func debug(_ event: String, room: String? = nil, participant: String? = nil, _ fields: KeyValuePairs<String, String?> = [:]) {
         log(.debug, event, room: room, participant: participant, fields)
     }

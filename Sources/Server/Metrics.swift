@@ -18,7 +18,8 @@ extension HostAPI {
         .response { snapshot in
             // The process's own figures are read here, on the HTTP thread: reading /proc has no
             // business on the media loop.
-            .text(200, MetricsSnapshot.prometheusText(MetricsSnapshot.processMetrics() + snapshot.metrics), contentType: "text/plain; version=0.0.4")
+            .text(200, MetricsSnapshot.prometheusText(MetricsSnapshot.processMetrics() + snapshot.metrics + clusterMetrics()),
+                  contentType: "text/plain; version=0.0.4")
         }
     }
 }

@@ -1,4 +1,6 @@
+import Cluster
 import Conference
+import Foundation
 import Sockets
 import Wire
 
@@ -35,6 +37,11 @@ final class RoomDirectory {
     var decoders: VideoDecodePool? { decodePool }
     /// The host's load, which every room's encoder speed reads.
     let hostLoad = HostLoadMeter()
+    /// In a cluster: told of each room opened and closed (at once, so its lease is claimed and
+    /// released with it) and, every second, of what the host holds (`publishEverySecond`).
+    /// Each call takes a lock and returns; Redis is the coordinator's worker's business.
+    var cluster: ClusterCoordinator?
+    private var clusterTimer: DeadlineTimer?
 
     init(limits: Limits, video: HostConfig.Video = HostConfig.Video(), faults: Set<HostConfig.Testing.Fault> = [], events: RoomEventHub,
          log: HostLog) {
@@ -77,9 +84,13 @@ final class RoomDirectory {
         let hosted = HostedRoom(name: name, configuration: configuration, port: port, events: events, recordingLog: recordings,
                                 decoders: decoders, log: log, hostLoad: hostLoad) { [weak self] closed in
             self?.closedRoomsExpiredJoins += closed.expiredJoins
-            if self?.rooms[closed.name] === closed { self?.rooms[closed.name] = nil }
+            if self?.rooms[closed.name] === closed {
+                self?.rooms[closed.name] = nil
+                self?.cluster?.roomClosed(closed.name)
+            }
         }
         rooms[name] = hosted
+        cluster?.roomOpened(name)
         hosted.room.mixer.loadComplexity = audioEncoderLoad.complexity
         sampleLoadEverySecond(on: port.loop)
         return hosted
@@ -106,6 +117,35 @@ final class RoomDirectory {
         for hosted in rooms.values where hosted.room.mixer.loadComplexity != complexity {
             hosted.room.mixer.loadComplexity = complexity
         }
+    }
+
+    /// Hands the cluster coordinator what this host holds, now and then every second.
+    func publishEverySecond(on loop: EventLoop) {
+        guard cluster != nil, clusterTimer == nil else { return }
+        let timer = DeadlineTimer(loop: loop)
+        timer.action = { [weak self, weak timer] now in
+            self?.publishToCluster(now: now)
+            timer?.arm(at: now + .seconds(1))
+        }
+        clusterTimer = timer
+        timer.arm(at: loop.clock.now())
+    }
+
+    /// What the node record says: the rooms with their guests and viewers, guests sending
+    /// video apart (they cost ten times more, `CapacityModel`), and the cores in use.
+    func publishToCluster(now: Instant) {
+        guard let cluster else { return }
+        var state = ClusterCoordinator.LocalState()
+        for (name, hosted) in rooms.sorted(by: { $0.key < $1.key }) {
+            let everyone = hosted.participants
+            let viewers = everyone.count { $0.isViewer }
+            let video = everyone.count { !$0.isViewer && $0.inbound.cameraStatistics != nil }
+            state.rooms.append(NodeRecord.Room(name: name, participants: everyone.count - viewers, viewers: viewers))
+            state.videoGuests += video
+            state.otherGuests += everyone.count - video
+        }
+        state.cpu = (hostLoad.sample(now: now) ?? 0) * Double(ProcessInfo.processInfo.activeProcessorCount)
+        cluster.publish(state)
     }
 
     /// Joins dropped for not connecting in time (`Room.connectTimeout`), in every room so far.

@@ -6,18 +6,20 @@ let tesseraVersion = "0.2.0"
 // MARK: - The subcommands and their usage
 
 let serveCommand = Subcommand(name: "serve", summary: "run the host", usage: """
-    usage: tessera serve [--config FILE]
+    usage: tessera serve [--config FILE] [--exit-when-drained]
            tessera serve --check-config FILE
     Runs the conference host: the HTTP API and web page, and the media port. It prints
     `tessera: listening on http://HOST:PORT` when ready; SIGINT or SIGTERM finishes every
-    recording and exits 0.
+    recording and exits 0. SIGUSR1 (or POST /v1/drain) drains it: no new room opens here, and
+    in a cluster (docs/cluster.md) placement skips it; its open rooms go on.
     The config is FILE when --config is given, else Config/tessera.json when it exists in the
     working directory, else the built-in defaults (loopback only, auth off); the first line on
     standard error says which. docs/config.md lists every key.
       --config FILE        the config file to serve with
       --check-config FILE  check FILE (JSON syntax, known keys, every value) and exit: 0 when it is
                            valid, 1 with the reason when not
-    """, valued: ["config", "check-config"])
+      --exit-when-drained  once drained (SIGUSR1 or POST /v1/drain), exit 0 when the last room closes
+    """, valued: ["config", "check-config"], flags: ["exit-when-drained"])
 
 let tokenCommand = Subcommand(name: "token", summary: "mint a join token from the config's auth.secret", usage: """
     usage: tessera token --room R --identity ID [--admin] [--ttl 1h] [--config FILE]

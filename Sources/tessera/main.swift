@@ -90,16 +90,32 @@ func serve(_ arguments: ArraySlice<String>) -> Never {
     sigemptyset(&stopSignals)
     sigaddset(&stopSignals, SIGINT)
     sigaddset(&stopSignals, SIGTERM)
+    sigaddset(&stopSignals, SIGUSR1)  // drain
     pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+    let exitWhenDrained = given.flags.contains("exit-when-drained")
 
     let host: ConferenceHost
     do { host = try ConferenceHost(config: config) } catch { abort("serve", "\(error)") }
     FileHandle.standardOutput.write(Data((host.readyLine + "\n").utf8))
 
-    var signal: Int32 = 0
-    sigwait(&stopSignals, &signal)
-    host.stop(reason: signal == SIGTERM ? "SIGTERM" : "SIGINT")
-    exit(0)
+    // Signals as they come; with --exit-when-drained, every half second whether the drain is
+    // done (sigtimedwait's timeout), so the last room's close ends the process without a signal.
+    var timeout = timespec(tv_sec: 0, tv_nsec: 500_000_000)
+    while true {
+        let signal = exitWhenDrained ? sigtimedwait(&stopSignals, nil, &timeout) : { var s: Int32 = 0; sigwait(&stopSignals, &s); return s }()
+        switch signal {
+        case SIGUSR1:
+            host.drain()
+        case SIGINT, SIGTERM:
+            host.stop(reason: signal == SIGTERM ? "SIGTERM" : "SIGINT")
+            exit(0)
+        default:  // the timeout (or EINTR)
+            if exitWhenDrained, host.isDrainedAndEmpty {
+                host.stop(reason: "drained")
+                exit(0)
+            }
+        }
+    }
 }
 
 func compose(_ arguments: ArraySlice<String>) {

@@ -26,6 +26,25 @@ import Wire
         #expect(config.http.listen == "127.0.0.1:8080")
     }
 
+    @Test func theClusterBlockIsReadAndChecked() throws {
+        #expect(try load("{}").cluster == nil, "no cluster: a host alone, as before")
+        let config = try load(#"{"cluster": {"redis": "redis://127.0.0.1:6379", "node": "a", "url": "http://127.0.0.1:8081", "edge": false}}"#)
+        #expect(config.cluster == HostConfig.Cluster(redis: "redis://127.0.0.1:6379", node: "a", url: "http://127.0.0.1:8081"))
+        let bad: [(String, String)] = [
+            (#"{"cluster": {"redis": "http://x:1", "node": "a", "url": "http://127.0.0.1:8081"}}"#, "cluster.redis"),
+            (#"{"cluster": {"redis": "redis://x:99999", "node": "a", "url": "http://127.0.0.1:8081"}}"#, "cluster.redis"),
+            (#"{"cluster": {"redis": "redis://x", "node": "a b", "url": "http://127.0.0.1:8081"}}"#, "cluster.node"),
+            (#"{"cluster": {"redis": "redis://x", "node": "a", "url": "http://127.0.0.1:8081/v1"}}"#, "cluster.url"),
+            (#"{"cluster": {"redis": "redis://x", "node": "a", "url": "http://127.0.0.1:8081", "edge": true}}"#, "cluster.edge"),
+            (#"{"cluster": {"redis": "redis://x", "node": "a", "url": "http://h:1", "nodes": 3}}"#, "nodes"),
+            (#"{"cluster": {"redis": "redis://x", "url": "http://h:1"}}"#, "node"),
+        ]
+        for (json, field) in bad {
+            #expect(throws: HostConfig.LoadError.self, "\(field)") { try load(json) }
+            do { _ = try load(json) } catch { #expect(error.description.contains(field), "\(error.description)") }
+        }
+    }
+
     @Test func aPartialFileKeepsTheOtherDefaults() throws {
         let config = try load(#"{"http": {"listen": "127.0.0.1:9999"}}"#)
         #expect(config.http.listen == "127.0.0.1:9999")

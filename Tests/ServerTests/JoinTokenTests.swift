@@ -103,7 +103,7 @@ import Testing
         ]
         enum Needs { case any, member, participant, admin, adminOfAnyRoom }
         let routes: [(method: String, path: String, needs: Needs)] = [
-            ("GET", "/metrics", .adminOfAnyRoom), ("GET", "/v1/rooms", .adminOfAnyRoom),
+            ("GET", "/metrics", .adminOfAnyRoom), ("GET", "/v1/rooms", .adminOfAnyRoom), ("POST", "/v1/drain", .adminOfAnyRoom),
             ("POST", "/v1/echo", .any), ("DELETE", "/v1/echo/nothing", .any),
             ("GET", "/v1/rooms/r", .member), ("POST", "/v1/rooms/r/viewers", .member), ("DELETE", "/v1/rooms/r/viewers/v1", .member),
             ("GET", "/v1/rooms/r/events", .member),

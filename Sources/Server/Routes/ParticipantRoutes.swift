@@ -45,10 +45,13 @@ extension HostAPI {
         } catch {
             return error.response
         }
-        let media = self.media, rooms = self.rooms, log = self.log
+        let media = self.media, rooms = self.rooms, log = self.log, drain = self.drain
         return onLoop { () -> Result<String, HTTPResponseError> in
             guard let port = media.port else { return .failure(HTTPResponseError(503, "host stopping", "the host is shutting down")) }
             if viewer, rooms.value.rooms[room] == nil { return .failure(HTTPResponseError(404, "not found", "no room \(room)")) }
+            if rooms.value.rooms[room] == nil, drain.isDraining {
+                return .failure(HTTPResponseError(503, "host draining", "this host opens no new room; its open rooms go on (join at another host)"))
+            }
             if let refusal = rooms.value.refusal(room: room, identity: identity) {
                 // A full room or host is a sizing matter the operator should see; a duplicate
                 // identity is the client's own business (its answer says so).
@@ -81,8 +84,10 @@ extension HostAPI {
             return .success(participant.id)
         }
         .response { id in
+            // In a cluster the session's URL is absolute, on this host: a client that reached it
+            // through a redirect talks to it directly from then on.
             HTTPResponse(status: 201, headers: [("Content-Type", "application/sdp"),
-                                                ("Location", "/v1/rooms/\(room)/\(viewer ? "viewers" : "participants")/\(id)")],
+                                                ("Location", (cluster?.settings.url ?? "") + "/v1/rooms/\(room)/\(viewer ? "viewers" : "participants")/\(id)")],
                          body: accepted.negotiated.answer.serializedBytes())
         }
     }

@@ -9,6 +9,7 @@ import Wire
 /// `GET /v1/rooms` and `GET /v1/rooms/{room}`.
 extension HostAPI {
     func listRooms() -> HTTPResponse {
+        if let cluster { return listClusterRooms(cluster) }
         struct Room: Encodable { let name: String; let participants: Int }
         let rooms = self.rooms
         let list = (try? media.runOnLoop { rooms.value.rooms.map { Room(name: $0.key, participants: $0.value.participants.count) } }) ?? []

@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""Three hosts and one Redis (docs/cluster.md), end to end, on 127.0.0.1 inside the private
+network namespace Interop/cluster_check.sh makes.
+
+Starts redis-server (persistence off) and three `tessera serve` hosts a, b, c sharing it, then
+checks: placement on the host with the most spare capacity; a join and other room calls made at
+the wrong host answered 307 to the owner (same path and query), which the client follows; an
+aiortc participant that joins through a 307 and connects to the owner; `tessera load` at the
+wrong host, whose joins follow the 307; two first joins of one
+room racing at two hosts ending at one owner; drain (POST /v1/drain: placement skips the host,
+its room goes on, /metrics says so, --exit-when-drained exits 0 after its last room); kill -9 of
+a room's owner, then the room placed anew on a live host; Redis stopped (owned rooms still
+served, others 503 "cluster unavailable") and restarted (caught up); SIGUSR1 drains. Prints the
+figures docs/cluster.md gives (time to re-place a room, redirect overhead on join time) and
+`cluster: N passed, N failed`; exits non-zero when anything failed. Every wait is bounded.
+
+Joins here use a recorded offer whose peer never connects (the host drops such a participant
+20 s after its answer, closing an otherwise empty room), except the aiortc one."""
+import argparse, http.client, json, os, select, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time, urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+OFFER = open(os.path.join(REPO, "Tests/SDPTests/Fixtures/chromium-offer.sdp"), "rb").read()
+REDIS_PORT = 6390
+NODES = {"a": 8081, "b": 8082, "c": 8083}
+
+passed, failed = 0, 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"cluster: PASS {name}", flush=True)
+    else:
+        failed += 1
+        print(f"cluster: FAIL {name}{': ' + detail if detail else ''}", flush=True)
+    return ok
+
+
+def url_of(node):
+    return f"http://127.0.0.1:{NODES[node]}"
+
+
+def node_of(url):
+    port = urllib.parse.urlsplit(url).port
+    return next((n for n, p in NODES.items() if p == port), None)
+
+
+def request(method, url, body=None, headers=None, timeout=5):
+    """One request, no redirect followed: (status, headers in lower case, body); status 0 when
+    the host cannot be reached."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+        path = parts.path + (("?" + parts.query) if parts.query else "")
+        conn.request(method, path, body=body, headers=headers or {})
+        response = conn.getresponse()
+        data = response.read()
+        conn.close()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, data
+    except OSError as error:
+        return 0, {}, str(error).encode()
+
+
+def follow(method, url, body=None, headers=None, hops=3):
+    """A request that follows 307s (same method and body), as client writers are told to:
+    (status, final url, headers, body, hops taken)."""
+    for hop in range(hops + 1):
+        status, got, data = request(method, url, body, headers)
+        if status != 307:
+            return status, url, got, data, hop
+        url = got.get("location", "")
+    return status, url, got, data, hops
+
+
+def join(host_url, room, identity, follow_redirects=True):
+    path = f"{host_url}/v1/rooms/{room}/participants?identity={identity}"
+    headers = {"Content-Type": "application/sdp"}
+    if follow_redirects:
+        return follow("POST", path, OFFER, headers)
+    status, got, data = request("POST", path, OFFER, headers)
+    return status, path, got, data, 0
+
+
+def rooms_listing(node):
+    status, _, data = request("GET", url_of(node) + "/v1/rooms")
+    return json.loads(data) if status == 200 else None
+
+
+def wait_until(fn, timeout, interval=0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = fn()
+        if value:
+            return value
+        time.sleep(interval)
+    return None
+
+
+def metric(node, name):
+    status, _, data = request("GET", url_of(node) + "/metrics")
+    if status != 200:
+        return None
+    for line in data.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+class Cluster:
+    def __init__(self, tessera, tmp):
+        self.tessera, self.tmp = tessera, tmp
+        self.hosts, self.redis = {}, None
+
+    def start_redis(self):
+        self.redis = subprocess.Popen(["redis-server", "--port", str(REDIS_PORT), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                                       "--loglevel", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        def pong():
+            try:
+                with socket.create_connection(("127.0.0.1", REDIS_PORT), timeout=0.5) as s:
+                    s.sendall(b"PING\r\n")
+                    return s.recv(16).startswith(b"+PONG")
+            except OSError:
+                return False
+        return wait_until(pong, 10, 0.05)
+
+    def stop_redis(self):
+        if self.redis and self.redis.poll() is None:
+            self.redis.kill()
+            self.redis.wait(10)
+
+    def start_host(self, node, extra=()):
+        config = {
+            "http": {"listen": f"127.0.0.1:{NODES[node]}"},
+            "media": {"listen": f"127.0.0.1:{NODES[node] + 43000}", "tcpListen": "off"},
+            "limits": {"decodeWorkers": 1},
+            "recordings": {"folder": os.path.join(self.tmp, f"recordings-{node}")},
+            "cluster": {"redis": f"redis://127.0.0.1:{REDIS_PORT}", "node": node, "url": url_of(node)},
+        }
+        path = os.path.join(self.tmp, f"{node}.json")
+        with open(path, "w") as f:
+            json.dump(config, f)
+        log = open(os.path.join(self.tmp, f"{node}.log"), "ab")
+        process = subprocess.Popen([self.tessera, "serve", "--config", path, *extra], stdout=subprocess.PIPE, stderr=log)
+        self.hosts[node] = process
+        # The ready line, within 30 s.
+        deadline, line = time.monotonic() + 30, b""
+        while time.monotonic() < deadline and process.poll() is None:
+            ready, _, _ = select.select([process.stdout], [], [], 0.5)
+            if ready:
+                line = process.stdout.readline()
+                break
+        return line.startswith(b"tessera: listening on")
+
+    def alive(self, node):
+        process = self.hosts.get(node)
+        return process is not None and process.poll() is None
+
+    def stop_all(self):
+        for process in self.hosts.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.hosts.values():
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        self.stop_redis()
+
+
+def aiortc_join_through_redirect(wrong, room):
+    """An aiortc participant joins at `wrong`, follows the 307, connects (ICE, DTLS) to the
+    owner: the owner then shows it connected. Returns (ok, detail)."""
+    try:
+        import asyncio
+        import aioice.ice
+        from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+        from aiortc.mediastreams import AudioStreamTrack
+        # aioice gathers on every interface but loopback: in a loopback-only namespace that is none.
+        aioice.ice.get_host_addresses = lambda *a, **k: ["127.0.0.1"]
+    except ImportError as error:
+        return False, f"aiortc missing ({error}): scripts/setup.sh test installs it into .venv"
+
+    async def run():
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        pc.addTrack(AudioStreamTrack())
+        pc.addTransceiver("video", direction="recvonly")
+        try:
+            await pc.setLocalDescription(await pc.createOffer())
+            status, final, got, data, hops = follow("POST", f"{url_of(wrong)}/v1/rooms/{room}/participants?identity=aiortc",
+                                                    pc.localDescription.sdp.encode(), {"Content-Type": "application/sdp"})
+            if status != 201 or hops != 1:
+                return False, f"join answered {status} after {hops} redirects: {data[:200]!r}"
+            await pc.setRemoteDescription(RTCSessionDescription(sdp=data.decode(), type="answer"))
+            for _ in range(150):  # 15 s at most
+                if pc.connectionState in ("connected", "failed", "closed"):
+                    break
+                await asyncio.sleep(0.1)
+            if pc.connectionState != "connected":
+                return False, f"connection state {pc.connectionState}"
+            owner = node_of(final)
+            status, _, data = request("GET", f"{url_of(owner)}/v1/rooms/{room}")
+            shown = json.loads(data) if status == 200 else {}
+            people = [p.get("identity") for p in shown.get("participants", [])]
+            return ("aiortc" in people and owner != wrong), f"owner {owner}, participants {people}"
+        finally:
+            await pc.close()
+    return asyncio.run(run())
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tessera", default=os.path.join(REPO, ".build/debug/tessera"))
+    args = parser.parse_args()
+    tmp = tempfile.mkdtemp(prefix="tessera-cluster.")
+    cluster = Cluster(args.tessera, tmp)
+    figures = {}
+    try:
+        if not check("redis-server starts (persistence off)", cluster.start_redis()):
+            return
+        started = all(cluster.start_host(n, ["--exit-when-drained"] if n == "c" else []) for n in NODES)
+        if not check("three hosts start", started, f"logs in {tmp}"):
+            return
+        listed = wait_until(lambda: (lambda l: l and len(l["nodes"]) == 3 and l)(rooms_listing("a")), 10)
+        check("every host sees the three nodes (GET /v1/rooms)", bool(listed), f"{rooms_listing('a')}")
+
+        # Placement: three new rooms, all asked at a; each goes where most capacity is spare,
+        # which is a host without a room yet.
+        placed = {}
+        for i, room in enumerate(["p1", "p2", "p3"]):
+            status, final, _, data, hops = join(url_of("a"), room, "u1")
+            placed[room] = node_of(final)
+            # The next placement reads the records once they show this room.
+            wait_until(lambda: any(r["name"] == room and r["node"] == placed[room] for r in (rooms_listing("b") or {}).get("rooms", [])), 5)
+        check("placement: three new rooms land on three different hosts (most spare capacity first)",
+              sorted(placed.values()) == ["a", "b", "c"], f"{placed}")
+
+        # Redirects: a join at a host that does not own the room.
+        owner = placed["p1"]
+        wrong = next(n for n in NODES if n != owner)
+        status, asked, got, data, _ = join(url_of(wrong), "p1", "u2", follow_redirects=False)
+        expected = f"{url_of(owner)}/v1/rooms/p1/participants?identity=u2"
+        check("a join at the wrong host is answered 307 to the owner, same path and query",
+              status == 307 and got.get("location") == expected, f"{status} {got.get('location')} (want {expected})")
+        status, final, got, _, hops = join(url_of(wrong), "p1", "u2")
+        check("the client follows it: 201 at the owner, the session's Location on the owner",
+              status == 201 and node_of(final) == owner and got.get("location", "").startswith(url_of(owner) + "/v1/rooms/p1/participants/"),
+              f"{status} at {final}, Location {got.get('location')}")
+        session = got.get("location", "")
+        status, _, got, _ = (lambda r: (r[0], None, r[1], r[2]))(request("GET", f"{url_of(wrong)}/v1/rooms/p1?x=1"))
+        check("GET of the room at the wrong host: 307", status == 307 and got.get("location") == f"{url_of(owner)}/v1/rooms/p1?x=1",
+              f"{status} {got.get('location')}")
+        pid = session.rsplit("/", 1)[-1]
+        status, got, _ = request("PATCH", f"{url_of(wrong)}/v1/rooms/p1/participants/{pid}", b'{"muted": {"audio": true}}',
+                                 {"Content-Type": "application/json"})
+        status2, _, _, _, _ = follow("PATCH", f"{url_of(wrong)}/v1/rooms/p1/participants/{pid}", b'{"muted": {"audio": true}}',
+                                     {"Content-Type": "application/json"})
+        check("PATCH at the wrong host: 307, and 200 once followed", status == 307 and status2 == 200, f"{status}, then {status2}")
+        listing = rooms_listing(wrong) or {}
+        check("GET /v1/rooms at any host lists every room with its node",
+              {(r["name"], r["node"]) for r in listing.get("rooms", [])} >= set(placed.items()), f"{listing.get('rooms')}")
+
+        # Redirect overhead: joins at the owner, and at another host through the 307.
+        direct, redirected = [], []
+        for i in range(10):
+            t = time.monotonic(); s1 = join(url_of(owner), "p1", f"d{i}")[0]; direct.append(time.monotonic() - t)
+            t = time.monotonic(); s2 = join(url_of(wrong), "p1", f"r{i}")[0]; redirected.append(time.monotonic() - t)
+            if s1 != 201 or s2 != 201:
+                check("overhead joins", False, f"{s1} {s2}")
+                break
+        figures["join at the owner, median ms"] = round(1000 * statistics.median(direct), 1)
+        figures["join through a 307, median ms"] = round(1000 * statistics.median(redirected), 1)
+
+        # aiortc joins at the wrong host and connects to the owner.
+        ok, detail = aiortc_join_through_redirect(wrong, "p1")
+        check("aiortc follows the 307 and connects to the owner", ok, detail)
+
+        # tessera load at the wrong host: its joins follow the 307, its leaves go to the owner.
+        load = subprocess.run([cluster.tessera, "load", "--url", url_of(wrong), "--room", "p1", "--participants", "2", "--duration", "5s",
+                               "--video", "off", "--report", "none"], capture_output=True, text=True, timeout=90)
+        check("tessera load at the wrong host follows the 307: every check passes", load.returncode == 0,
+              (load.stdout + load.stderr)[-600:])
+
+        # Races: two first joins of one new room at two hosts at once end at one owner.
+        outcomes = []
+        for round_ in range(5):
+            room, results = f"race{round_}", {}
+            barrier = threading.Barrier(2)
+            def go(node):
+                barrier.wait()
+                results[node] = join(url_of(node), room, f"x{node}")
+            threads = [threading.Thread(target=go, args=(n,)) for n in ("a", "b")]
+            [t.start() for t in threads]
+            [t.join(20) for t in threads]
+            finals = {n: (r[0], node_of(r[1])) for n, r in results.items()}
+            outcomes.append(finals)
+        check("two first joins racing at two hosts: both 201 at one host (5 rounds)",
+              all(len(o) == 2 and all(s == 201 for s, _ in o.values()) and len({h for _, h in o.values()}) == 1 for o in outcomes),
+              f"{outcomes}")
+
+        # Drain c: it keeps its room, takes no new one, and exits once its room has closed.
+        c_room = next(r for r, n in placed.items() if n == "c")
+        join(url_of("c"), c_room, "keeper")  # a fresh participant keeps c's room open 20 s more
+        status, _, data = request("POST", url_of("c") + "/v1/drain")
+        check("POST /v1/drain answers 200 with the rooms still open", status == 200 and json.loads(data).get("rooms", 0) >= 1, f"{status} {data[:200]!r}")
+        check("/metrics: tessera_cluster_draining 1", metric("c", "tessera_cluster_draining") == 1.0)
+        seen = wait_until(lambda: any(n["name"] == "c" and n["draining"] for n in (rooms_listing("a") or {}).get("nodes", [])), 5)
+        check("the cluster sees c draining", bool(seen))
+        news = [node_of(join(url_of("c"), f"new{i}", "u")[1]) for i in range(3)]
+        check("no new room is placed on a draining host, even when asked there", all(n in ("a", "b") for n in news), f"{news}")
+        status = join(url_of("c"), c_room, "late")[0]
+        check("the draining host's open room goes on (a join there: 201)", status == 201, f"{status}")
+        exited = wait_until(lambda: cluster.hosts["c"].poll() is not None, 45, 0.5)
+        check("--exit-when-drained: c exits 0 once its last room closed", exited and cluster.hosts["c"].returncode == 0,
+              f"returncode {cluster.hosts['c'].returncode}")
+
+        # Failover: kill -9 the owner of a room; the next join places it on a live host.
+        status, final, _, _, _ = join(url_of("a"), "failover", "f0")
+        victim = node_of(final)
+        survivor = "b" if victim == "a" else "a"
+        cluster.hosts[victim].kill()
+        killed = time.monotonic()
+        def replaced():
+            status, final, _, _, _ = join(url_of(survivor), "failover", f"f{int(time.monotonic() * 1000)}")
+            return status == 201 and node_of(final) == survivor
+        ok = wait_until(replaced, 15, 0.25)
+        elapsed = time.monotonic() - killed
+        figures["kill -9 of the owner to the room re-placed, s"] = round(elapsed, 2)
+        check("kill -9 of a room's owner: the next join places it on a live host (within 5 s of its last refresh)", bool(ok) and elapsed < 7,
+              f"{elapsed:.2f} s")
+
+        # Redis stopped: the rooms a host owns go on; the others answer 503; back: caught up.
+        join(url_of(survivor), "keep", "k0")
+        cluster.stop_redis()
+        time.sleep(1.2)  # one heartbeat meets the closed port
+        status = request("GET", f"{url_of(survivor)}/v1/rooms/keep")[0]
+        status2 = join(url_of(survivor), "keep", "k1")[0]
+        check("Redis stopped: a room the host owns still serves (GET 200, join 201)", status == 200 and status2 == 201, f"{status} {status2}")
+        status, _, data = request("POST", f"{url_of(survivor)}/v1/rooms/fresh/participants?identity=u", OFFER, {"Content-Type": "application/sdp"})
+        body = json.loads(data) if data.startswith(b"{") else {}
+        check("Redis stopped: a room it cannot resolve answers 503 cluster unavailable", status == 503 and body.get("error") == "cluster unavailable",
+              f"{status} {data[:200]!r}")
+        check("/metrics: tessera_cluster_redis_up 0", metric(survivor, "tessera_cluster_redis_up") == 0.0)
+        cluster.start_redis()
+        back = wait_until(lambda: join(url_of(survivor), "fresh", "u")[0] == 201, 10, 0.25)
+        check("Redis back: new rooms are placed again", bool(back))
+        caught = wait_until(lambda: any(r["name"] == "keep" and r["node"] == survivor for r in (rooms_listing(survivor) or {}).get("rooms", [])), 5)
+        check("Redis back: the rooms it kept are in the directory again", bool(caught))
+        check("/metrics: tessera_cluster_redis_up 1", metric(survivor, "tessera_cluster_redis_up") == 1.0)
+
+        # SIGUSR1 drains as POST /v1/drain does.
+        cluster.hosts[survivor].send_signal(signal.SIGUSR1)
+        check("SIGUSR1 drains (tessera_cluster_draining 1)", bool(wait_until(lambda: metric(survivor, "tessera_cluster_draining") == 1.0, 5)))
+    finally:
+        cluster.stop_all()
+        for name, value in figures.items():
+            print(f"cluster: figure: {name}: {value}")
+        if failed:
+            print(f"cluster: logs in {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print(f"cluster: {passed} passed, {failed} failed", flush=True)
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(1 if failed or not passed else 0)

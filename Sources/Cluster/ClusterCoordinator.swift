@@ -1,0 +1,467 @@
+import Foundation
+import Wire
+
+/// One host's part in the cluster: its record in Redis, the leases of the rooms it owns, and
+/// the answers to "who owns this room?" for the HTTP handlers.
+///
+/// Every Redis command runs on one thread of its own (`tessera-cluster`), in order: a queue of
+/// jobs and, every second, the heartbeat (the node record, the leases, the view of the other
+/// nodes). Callers never touch Redis: the media loop only hands over its state (`publish`,
+/// `roomOpened`, `roomClosed`, which take a lock and return), and an HTTP handler waits for its
+/// answer at most `requestTimeout`, so a Redis that hangs or is gone costs a request a 503, never
+/// the media loop a moment.
+///
+/// Keys (`prefix` = `tessera:`): `tessera:node:<name>` the node's JSON record with a 5 s expiry;
+/// `tessera:nodes` a set of node names, so that the records are read with SMEMBERS and one MGET
+/// rather than a SCAN of the keyspace; `tessera:room:<name>` the owner's node name with the lease
+/// as its expiry.
+public final class ClusterCoordinator: @unchecked Sendable {
+    public struct Settings: Sendable {
+        public var redis: RedisURL
+        public var node: String
+        public var url: String
+        /// A room's lease: renewed every heartbeat while the room is open, so it lapses at most
+        /// this long after its host stops renewing.
+        public var lease: Duration = .seconds(5)
+        /// The node record's expiry: a host that stops refreshing is gone for placement after it.
+        public var nodeExpiry: Duration = .seconds(5)
+        public var heartbeat: Duration = .seconds(1)
+        /// How long an HTTP handler waits for the worker's answer.
+        public var requestTimeout: Duration = .seconds(2)
+        public var maxRooms = 100
+        public var cores = ProcessInfo.processInfo.activeProcessorCount
+        public var model = CapacityModel()
+        public var prefix = "tessera:"
+        public init(redis: RedisURL, node: String, url: String) {
+            self.redis = redis
+            self.node = node
+            self.url = url
+        }
+    }
+
+    /// What the host has open, as the media loop last said.
+    public struct LocalState: Sendable, Equatable {
+        public var rooms: [NodeRecord.Room]
+        public var videoGuests: Int
+        public var otherGuests: Int
+        /// Cores the process used over the last second.
+        public var cpu: Double
+        public init(rooms: [NodeRecord.Room] = [], videoGuests: Int = 0, otherGuests: Int = 0, cpu: Double = 0) {
+            self.rooms = rooms
+            self.videoGuests = videoGuests
+            self.otherGuests = otherGuests
+            self.cpu = cpu
+        }
+    }
+
+    /// Who owns a room, for a request about it.
+    public enum Resolution: Sendable, Equatable {
+        /// This host owns it, or was just chosen for it: serve the request here.
+        case here
+        /// Another live host owns it: redirect there.
+        case elsewhere(node: String, url: String)
+        /// Nobody (alive) owns it, and the request does not place rooms: serve it here (as
+        /// today: a room that is not open is not found).
+        case unowned
+        /// Every node drains or is full.
+        case noPlacement(String)
+        /// Redis could not be asked.
+        case unavailable(String)
+    }
+
+    public typealias Log = @Sendable (_ warning: Bool, _ event: String, _ fields: [String: String]) -> Void
+
+    public let settings: Settings
+    private let log: Log
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var jobs: [(RedisConnection) -> Void] = []
+    private var local = LocalState()
+    private var localRooms: Set<String> = []
+    private var draining = false
+    private var stopping = false
+    private var beatNow = false
+    private var view: [NodeRecord] = []
+    private var pending: [String: Int] = [:]
+    private var reachable: Bool?
+    private var lastFailure: (at: ContinuousClock.Instant, reason: String)?
+    private var lostRooms: Set<String> = []
+    private let finished = DispatchSemaphore(value: 0)
+    private var started = false
+    static let maximumQueuedJobs = 256
+
+    public init(settings: Settings, log: @escaping Log) {
+        self.settings = settings
+        self.log = log
+    }
+
+    /// Starts the worker thread (once).
+    public func start() {
+        let first = condition.withLock { () -> Bool in
+            defer { started = true }
+            return !started
+        }
+        guard first else { return }
+        let thread = Thread { [self] in run() }
+        thread.name = "tessera-cluster"
+        thread.start()
+    }
+
+    /// Removes the node's record, releases its leases (bounded by the command timeout) and ends
+    /// the worker. Later calls return at once.
+    public func stop() {
+        let wait = condition.withLock { () -> Bool in
+            defer { stopping = true; condition.broadcast() }
+            return started && !stopping
+        }
+        if wait { finished.wait() }
+    }
+
+    // MARK: What the host tells it (any thread; a lock, never Redis)
+
+    public func publish(_ state: LocalState) {
+        condition.withLock { local = state }
+    }
+
+    public func roomOpened(_ name: String) {
+        condition.withLock { _ = localRooms.insert(name) }
+    }
+
+    /// Forgets the room and releases its lease (in the background).
+    public func roomClosed(_ name: String) {
+        let node = settings.node, key = roomKey(name)
+        let queued = condition.withLock { () -> Bool in
+            localRooms.remove(name)
+            lostRooms.remove(name)
+            guard jobs.count < Self.maximumQueuedJobs, !stopping else { return false }
+            jobs.append { connection in _ = try? connection.command(["EVAL", Self.releaseScript, "1", key, node]) }
+            condition.signal()
+            return true
+        }
+        // Not queued: the lease lapses by itself within `lease`.
+        _ = queued
+    }
+
+    public func setDraining(_ on: Bool) {
+        condition.withLock {
+            draining = on
+            beatNow = true  // the record says so at once, not a second later
+            condition.signal()
+        }
+    }
+
+    public var isDraining: Bool { condition.withLock { draining } }
+    /// Whether the last exchange with Redis worked; nil before the first.
+    public var isRedisReachable: Bool? { condition.withLock { reachable } }
+    public func isLocal(_ room: String) -> Bool { condition.withLock { localRooms.contains(room) } }
+
+    // MARK: Questions (an HTTP thread waits, at most `requestTimeout`)
+
+    /// Who owns `room`. With `place`, a room nobody alive owns is claimed for the node chosen by
+    /// `Placement` (this one or another), atomically: of two hosts placing one room at once, one
+    /// claim wins and both answer with its owner.
+    public func resolve(room: String, place: Bool) -> Resolution {
+        if isLocal(room) { return .here }
+        guard ClusterNames.isValid(room) else { return .unowned }
+        let me = settings.node, key = roomKey(room), prefix = nodeKeyPrefix, lease = String(settings.lease.milliseconds)
+        let result = ask { [self] connection throws(RedisError) -> Resolution in
+            func answer(owner: String, record: RedisReply?) -> Resolution {
+                if owner == me { return .here }
+                guard let bytes = record?.bytes, let node = try? NodeRecord(json: bytes) else { return .unowned }
+                return .elsewhere(node: owner, url: node.url)
+            }
+            let found = try connection.command(["EVAL", Self.lookupScript, "1", key, prefix])
+            if let pair = found.elements, pair.count == 2, let owner = pair[0].text, pair[1] != .null {
+                return answer(owner: owner, record: pair[1])
+            }
+            guard place else { return .unowned }
+            guard let candidate = placementCandidate() else {
+                return .noPlacement("every host in the cluster is draining or at its room limit")
+            }
+            let claimed = try connection.command(["EVAL", Self.claimScript, "1", key, candidate, lease, prefix])
+            guard let pair = claimed.elements, pair.count == 2, let owner = pair[0].text else {
+                throw .protocol("the claim script answered \(claimed)")
+            }
+            if owner == candidate { condition.withLock { pending[candidate, default: 0] += 1 } }
+            let resolution = answer(owner: owner, record: pair[1])
+            // Claimed for a node whose record lapsed between the two reads: serve it here rather
+            // than send the client to a host that is gone; the next join re-places it.
+            return resolution == .unowned ? .here : resolution
+        }
+        switch result {
+        case .success(let resolution): return resolution
+        case .failure(let failure): return .unavailable(failure.reason)
+        }
+    }
+
+    /// Runs a heartbeat now and waits for it: true when Redis took it. (Tests, and a drain that
+    /// should show at once.)
+    @discardableResult
+    public func refreshNow() -> Bool {
+        let result = ask(evenAfterFailure: true) { [self] connection throws(RedisError) in
+            if !heartbeat(connection) { throw .io(condition.withLock { lastFailure?.reason } ?? "the heartbeat failed") }
+        }
+        if case .success = result { return true }
+        return false
+    }
+
+    /// Every live node's record, read now (for `GET /v1/rooms`).
+    public func nodes() -> Result<[NodeRecord], ClusterFailure> {
+        switch ask({ [self] connection throws(RedisError) in try readNodes(connection) }) {
+        case .success(let nodes): .success(nodes)
+        case .failure(let failure): .failure(failure)
+        }
+    }
+
+    // MARK: The worker
+
+    private var nodeKeyPrefix: String { settings.prefix + "node:" }
+    private var nodesKey: String { settings.prefix + "nodes" }
+    private func roomKey(_ room: String) -> String { settings.prefix + "room:" + room }
+
+    /// Runs `body` on the worker and waits for it.
+    private func ask<T: Sendable>(evenAfterFailure: Bool = false, _ body: @escaping (RedisConnection) throws(RedisError) -> T) -> Result<T, ClusterFailure> {
+        let done = DispatchSemaphore(value: 0)
+        let box = ResultBox<T>()
+        let queued = condition.withLock { () -> String? in
+            if stopping { return "the host is stopping" }
+            guard jobs.count < Self.maximumQueuedJobs else { return "too many cluster requests waiting" }
+            jobs.append { [self] connection in
+                do throws(RedisError) {
+                    if !evenAfterFailure { try recentFailure() }
+                    box.set(.success(try body(connection)))
+                    noteReachable()
+                } catch {
+                    noteFailure(error)
+                    box.set(.failure(ClusterFailure(reason: error.description)))
+                }
+                done.signal()
+            }
+            condition.signal()
+            return nil
+        }
+        if let queued { return .failure(ClusterFailure(reason: queued)) }
+        guard done.wait(timeout: .now() + .milliseconds(Int(settings.requestTimeout.milliseconds))) == .success, let result = box.get() else {
+            return .failure(ClusterFailure(reason: "Redis did not answer within \(settings.requestTimeout)"))
+        }
+        return result
+    }
+
+    /// After a failure, questions are answered at once with it until the next heartbeat tries
+    /// Redis again, rather than each waiting for its own connect timeout.
+    private func recentFailure() throws(RedisError) {
+        let failure = condition.withLock { lastFailure }
+        if let failure, ContinuousClock.now - failure.at < settings.heartbeat { throw .io(failure.reason) }
+    }
+
+    private func noteFailure(_ error: RedisError) {
+        let wasReachable = condition.withLock { () -> Bool? in
+            defer { reachable = false; lastFailure = (ContinuousClock.now, error.description) }
+            return reachable
+        }
+        if wasReachable != false { log(true, "clusterUnavailable", ["detail": error.description, "redis": settings.redis.description]) }
+    }
+
+    private func noteReachable() {
+        let was = condition.withLock { () -> Bool? in
+            defer { reachable = true; lastFailure = nil }
+            return reachable
+        }
+        if was != true { log(false, "clusterAvailable", ["redis": settings.redis.description, "node": settings.node, "url": settings.url]) }
+    }
+
+    /// The node to place a new room on: the records of the last heartbeat, with this node's
+    /// own as it is now.
+    private func placementCandidate() -> String? {
+        condition.lock()
+        let others = view.filter { $0.name != settings.node }
+        let placed = pending
+        let me = ownRecord()
+        condition.unlock()
+        return Placement.choose(among: others + [me], pending: placed, model: settings.model)?.name
+    }
+
+    /// This node's record from the local state. Call under the lock.
+    private func ownRecord() -> NodeRecord {
+        let modelled = settings.model.modelledCores(rooms: local.rooms.count, videoGuests: local.videoGuests, otherGuests: local.otherGuests)
+        return NodeRecord(name: settings.node, url: settings.url, draining: draining, cores: settings.cores, cpu: local.cpu,
+                          spare: settings.model.spare(cores: settings.cores, measuredCores: local.cpu, modelledCores: modelled),
+                          maxRooms: settings.maxRooms, rooms: local.rooms)
+    }
+
+    private func run() {
+        let connection = RedisConnection(url: settings.redis)
+        var nextBeat = ContinuousClock.now
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !stopping && !beatNow && ContinuousClock.now < nextBeat {
+                let wait = nextBeat - ContinuousClock.now
+                _ = condition.wait(until: Date(timeIntervalSinceNow: max(0.001, wait.seconds)))
+            }
+            let work = jobs
+            jobs = []
+            let stop = stopping
+            beatNow = false
+            condition.unlock()
+            if stop {
+                farewell(connection)
+                break
+            }
+            for job in work { job(connection) }
+            if ContinuousClock.now >= nextBeat || work.isEmpty {
+                heartbeat(connection)
+                nextBeat = ContinuousClock.now + settings.heartbeat
+            }
+        }
+        // Questions queued while stopping are answered by their own timeouts.
+        finished.signal()
+    }
+
+    /// The node record, the leases of the open rooms, and the view of every node; true when
+    /// Redis took them.
+    @discardableResult
+    private func heartbeat(_ connection: RedisConnection) -> Bool {
+        let (record, rooms) = condition.withLock { (ownRecord(), Array(localRooms).sorted()) }
+        do throws(RedisError) {
+            let expiry = String(settings.nodeExpiry.milliseconds)
+            let set = try connection.command([Array("SET".utf8), Array((nodeKeyPrefix + settings.node).utf8), record.json, Array("PX".utf8), Array(expiry.utf8)])
+            if case .error(let reason) = set { throw .protocol(reason) }
+            _ = try connection.command(["SADD", nodesKey, settings.node])
+            if !rooms.isEmpty {
+                let renewed = try connection.command(["EVAL", Self.renewScript, String(rooms.count)] + rooms.map(roomKey)
+                    + [settings.node, String(settings.lease.milliseconds)])
+                for (room, outcome) in zip(rooms, renewed.elements ?? []) {
+                    switch outcome.integer {
+                    case 0:
+                        let first = condition.withLock { lostRooms.insert(room).inserted }
+                        if first {
+                            log(true, "clusterLeaseLost", ["room": room, "detail": "another host holds the room's lease (Redis was unreachable past the lease); the room goes on here"])
+                        }
+                    case 2:
+                        log(false, "clusterLeaseRestored", ["room": room])
+                    default: break
+                    }
+                }
+            }
+            let nodes = try readNodes(connection)
+            condition.withLock {
+                view = nodes
+                pending = [:]
+            }
+            noteReachable()
+            return true
+        } catch {
+            connection.close()
+            noteFailure(error)
+            return false
+        }
+    }
+
+    /// Every live node's record; names in the set whose record lapsed are removed from it.
+    private func readNodes(_ connection: RedisConnection) throws(RedisError) -> [NodeRecord] {
+        guard let names = try connection.command(["SMEMBERS", nodesKey]).elements?.compactMap(\.text), !names.isEmpty else { return [] }
+        let sorted = names.filter(ClusterNames.isValid).sorted()
+        guard !sorted.isEmpty else { return [] }
+        let values = try connection.command(["MGET"] + sorted.map { nodeKeyPrefix + $0 }).elements ?? []
+        var records: [NodeRecord] = []
+        var gone: [String] = []
+        for (name, value) in zip(sorted, values) {
+            guard let bytes = value.bytes else {
+                gone.append(name)
+                continue
+            }
+            if let record = try? NodeRecord(json: bytes), record.name == name { records.append(record) }
+        }
+        if !gone.isEmpty { _ = try connection.command(["SREM", nodesKey] + gone) }
+        return records
+    }
+
+    /// On a clean stop: the record and the leases go at once, so the rooms can be re-placed
+    /// without waiting for them to lapse.
+    private func farewell(_ connection: RedisConnection) {
+        let rooms = condition.withLock { Array(localRooms) }
+        // One failure ends it: with Redis gone, each command would wait for its own connect
+        // timeout, and what is left lapses by itself within 5 s anyway.
+        do throws(RedisError) {
+            for room in rooms { _ = try connection.command(["EVAL", Self.releaseScript, "1", roomKey(room), settings.node]) }
+            _ = try connection.command(["DEL", nodeKeyPrefix + settings.node])
+            _ = try connection.command(["SREM", nodesKey, settings.node])
+        } catch {}
+        connection.close()
+    }
+
+    // MARK: Scripts (each atomic in Redis)
+
+    /// The room's owner and the owner's record: `{owner, record}`, the record nil when the
+    /// owner's record lapsed (it is gone); nil when the room has no owner.
+    static let lookupScript = """
+        local owner = redis.call('GET', KEYS[1])
+        if not owner then return false end
+        return {owner, redis.call('GET', ARGV[1] .. owner)}
+        """
+
+    /// Claim-or-read: the owner when it is alive; else the room is claimed for ARGV[1] with a
+    /// lease of ARGV[2] ms (taking it over from an owner whose record lapsed). Answers
+    /// `{owner, owner's record}`.
+    static let claimScript = """
+        local owner = redis.call('GET', KEYS[1])
+        if owner then
+            local record = redis.call('GET', ARGV[3] .. owner)
+            if record then return {owner, record} end
+        end
+        redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+        return {ARGV[1], redis.call('GET', ARGV[3] .. ARGV[1])}
+        """
+
+    /// Renews each room's lease while ARGV[1] owns it: 1 renewed, 2 re-claimed (it had lapsed, or
+    /// Redis restarted empty), 0 another node owns it.
+    static let renewScript = """
+        local out = {}
+        for i, key in ipairs(KEYS) do
+            local owner = redis.call('GET', key)
+            if owner == ARGV[1] then
+                redis.call('PEXPIRE', key, ARGV[2]); out[i] = 1
+            elseif not owner then
+                redis.call('SET', key, ARGV[1], 'PX', ARGV[2]); out[i] = 2
+            else
+                out[i] = 0
+            end
+        end
+        return out
+        """
+
+    /// Deletes the room's lease if ARGV[1] still holds it (compare-and-delete).
+    static let releaseScript = """
+        if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+        return 0
+        """
+}
+
+/// Why the cluster could not answer.
+public struct ClusterFailure: Error, Sendable, Equatable {
+    public let reason: String
+}
+
+extension RedisReply {
+    /// A bulk string's bytes.
+    var bytes: [UInt8]? {
+        if case .string(let bytes) = self { return bytes }
+        return nil
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}
+
+/// A value set on one thread and read on another.
+private final class ResultBox<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Result<T, ClusterFailure>?
+    func set(_ new: Result<T, ClusterFailure>) { lock.withLock { value = new } }
+    func get() -> Result<T, ClusterFailure>? { lock.withLock { value } }
+}
+
