@@ -10,7 +10,7 @@ BUILD_PACKAGES=(pkg-config libssl-dev libsrtp2-dev libvpx-dev libopus-dev libyuv
     libavformat-dev libavcodec-dev libavutil-dev libfreetype-dev zlib1g-dev libhiredis-dev fonts-dejavu-core)
 # Tools the tests use: ffprobe/ffmpeg to check recordings, unshare/ip for a loopback-only namespace,
 # curl for HTTPS and the docs' examples, redis-server for the cluster's directory (the Redis unit
-# tests and scripts/cluster-test.sh start their own, on loopback, with persistence off).
+# tests and Interop/cluster_check.sh start their own, on loopback, with persistence off).
 TEST_PACKAGES=(ffmpeg iproute2 util-linux curl redis-server)
 # Real peers for Interop/: headless Chromium, GStreamer's webrtcbin with the system Python's gi.
 INTEROP_PACKAGES=(python3 python3-venv chromium gstreamer1.0-tools gstreamer1.0-plugins-base
