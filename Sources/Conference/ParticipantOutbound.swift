@@ -240,9 +240,15 @@ public struct ParticipantOutbound {
         return goodbyes
     }
 
+    /// Tracks whose forwarded packets it asked for (NACK) past repair, since the last
+    /// `forwardedKeyFrameRequests`.
+    private var forwardedRepairsRefused: [TrackReference] = []
+
     /// The tracks its PLI or FIR about a forwarding slot ask a key frame of (RFC 4585 §6.3.1,
-    /// RFC 5104 §4.3.1): the room asks their senders.
-    func forwardedKeyFrameRequests(_ packets: [RTCPPacket]) -> [TrackReference] {
+    /// RFC 5104 §4.3.1), and those whose packets it NACKed past repair: the room asks their
+    /// senders.
+    mutating func forwardedKeyFrameRequests(_ packets: [RTCPPacket]) -> [TrackReference] {
+        defer { forwardedRepairsRefused.removeAll() }
         var asked: [SSRC] = []
         for packet in packets {
             switch packet {
@@ -251,7 +257,9 @@ public struct ParticipantOutbound {
             default: break
             }
         }
-        return forwardingSlots.filter { asked.contains($0.ssrc) }.compactMap { $0.subscription?.track }
+        var tracks = forwardingSlots.filter { asked.contains($0.ssrc) }.compactMap { $0.subscription?.track }
+        for track in forwardedRepairsRefused where !tracks.contains(track) { tracks.append(track) }
+        return tracks
     }
 
     /// The composite's encoding changed: its resend budget follows the new rate.
@@ -359,7 +367,18 @@ public struct ParticipantOutbound {
         chooser?.receive(packets, now: now)
         let unanswerable = resendsRefused
         var resends = (videoStream?.receivedRTCP(packets, now: now) ?? []) + (audioStream?.receivedRTCP(packets, now: now) ?? [])
-        for index in forwardingSlots.indices { resends += forwardingSlots[index].stream.receivedRTCP(packets, now: now) }
+        for index in forwardingSlots.indices {
+            let unanswerable = forwardingSlots[index].stream.retransmissionBuffer.requestsUnanswerable
+            resends += forwardingSlots[index].stream.receivedRTCP(packets, now: now)
+            // A NACK for a forwarded packet it never held (lost on the way in and not repaired
+            // in time): that picture is past repair, as for the composite; its sender is asked
+            // for a key frame (a subscriber that started on a key frame whose first packet came
+            // late by RTX waited for one otherwise until its own jitter buffer gave up).
+            if forwardingSlots[index].stream.retransmissionBuffer.requestsUnanswerable > unanswerable,
+               let track = forwardingSlots[index].subscription?.track {
+                forwardedRepairsRefused.append(track)
+            }
+        }
         let retransmissions = restamped(resends, now: now)
         guard let out = videoOut else { return ([], retransmissions) }
         var requests: [KeyFrameRequest] = []

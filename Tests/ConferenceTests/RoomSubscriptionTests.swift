@@ -133,6 +133,26 @@ import WireTesting
         #expect(harness.room.packetsResent > resentBefore)
     }
 
+    /// A subscriber NACKs a forwarded packet the host never held (lost on its way in and not
+    /// repaired in time): that picture is past repair, so the host asks the camera for a key
+    /// frame, as it does for the composite (CI: a subscriber under 5 % loss saw no frame in 8 s).
+    @Test func aNACKPastRepairAsksTheCameraForAKeyFrame() throws {
+        let (harness, a, _, c) = try roomWithAReceiver()
+        _ = try harness.act { room, now in try room.subscribe(c.id, to: "a", source: .camera, now: now) }
+        try harness.run(for: .seconds(2))  // past the follow-up key frame
+        let slot = try #require(c.negotiated.media.first { $0.mid == "2" }?.hostSender)
+        let last = try #require(c.forwarded(mid: "2")?.packets.last)
+        let before = a.pictureLossIndications
+        try harness.run(for: .milliseconds(500))
+        #expect(a.pictureLossIndications == before, "nothing asked while the stream is whole")
+        let nack = GenericNACK(senderSSRC: SSRC(rawValue: 7), mediaSSRC: SSRC(rawValue: slot.ssrc),
+                               pairs: [NACKPair(packetID: last.sequenceNumber &- 3000, lostBitmask: 0)])
+        let bytes = try RTCPPacket.serializeCompound([.nack(nack)])
+        try harness.act { room, now in room.receiveRTCP(bytes, from: c.id, now: now) }
+        try harness.run(for: .milliseconds(300))
+        #expect(a.pictureLossIndications > before, "the host asked a for a key frame")
+    }
+
     /// The first key frame forwarded lost before the subscriber knew the stream (nothing earlier
     /// to NACK against): the key frame asked for a second after forwarding began heals it.
     @Test func aSubscriberThatMissedTheFirstKeyFrameDecodesFromTheFollowUp() throws {
