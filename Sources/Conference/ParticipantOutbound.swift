@@ -20,8 +20,11 @@ public struct ParticipantOutbound {
         fileprivate var stream: RTPSendStream
         /// When to ask the sender for one more key frame after forwarding began at one: a
         /// receiver that lost that first key frame's leading packet has no earlier packet to NACK
-        /// against and could only wait for a key frame nobody asked for.
+        /// against and could only wait for a key frame nobody asked for. Asked
+        /// `followUpKeyFrames` times, each wait twice the one before (1, 2, 4 s): on a lossy
+        /// path a key frame of many packets can be lost again.
         fileprivate var followUpKeyFrameAt: Instant?
+        fileprivate var followUpsAsked = 0
         /// The track it carries and how many subscriptions hold it; nil while free.
         public internal(set) var subscription: (track: TrackReference, count: Int)?
         public var ssrc: SSRC { forwarder.ssrc }
@@ -208,8 +211,12 @@ public struct ParticipantOutbound {
             }
             if wasWaiting {
                 forwardingSlots[index].followUpKeyFrameAt = now + Self.followUpKeyFrameDelay
+                forwardingSlots[index].followUpsAsked = 0
             } else if let due = forwardingSlots[index].followUpKeyFrameAt, now >= due {
-                forwardingSlots[index].followUpKeyFrameAt = nil
+                let asked = forwardingSlots[index].followUpsAsked + 1
+                forwardingSlots[index].followUpsAsked = asked
+                forwardingSlots[index].followUpKeyFrameAt = asked < Self.followUpKeyFrames
+                    ? now + Self.followUpKeyFrameDelay * (1 << asked) : nil
                 keyFrameWanted = true
             }
             guard let bytes = stampedBytes(forwarded, now: now) else { continue }
@@ -223,6 +230,7 @@ public struct ParticipantOutbound {
     /// How long after forwarding began the follow-up key frame is asked for: past a repair's
     /// round trip, soon enough that a receiver which missed the first sees within about a second.
     static let followUpKeyFrameDelay: Duration = .seconds(1)
+    static let followUpKeyFrames = 3
 
     /// `track` ended: the slots that carried it are free, each with its RTCP BYE (RFC 3550
     /// §6.6) to send, after a report on what it sent.
