@@ -55,20 +55,28 @@ public struct CameraBitrateRule: Sendable, Equatable {
     /// subscribes to; `estimates` the receive path's estimates by id, where there are.
     public func caps(cameras: [(id: String, identity: String)], layout: TemplateDescription, speaker: String?,
                      forwarded: Set<String>, estimates: [String: Int] = [:]) -> [String: Int] {
-        var largest: [String: Int] = [:]
-        for position in layout.positions where position.source == .camera {
-            let width = Int((position.rect.width * Double(layout.canvas.width)).rounded())
-            let height = Int((position.rect.height * Double(layout.canvas.height)).rounded())
-            largest[position.participant] = max(largest[position.participant] ?? 0, max(0, width) * max(0, height))
-        }
+        let largest = Self.largestCameraTiles(in: layout)
         var shownIdentities: Set<String> = []
         var caps: [String: Int] = [:]
         for camera in cameras {
             // Only the first guest of an identity is drawn (`Room.applyLayout`).
-            let pixels = shownIdentities.insert(camera.identity).inserted ? largest[camera.identity] : nil
+            let pixels = shownIdentities.insert(camera.identity).inserted ? largest[camera.identity]?.pixels : nil
             caps[camera.id] = cap(pixels: pixels, fps: layout.canvas.fps, isSpeaker: camera.identity == speaker,
                                   forwarded: forwarded.contains(camera.id), estimate: estimates[camera.id])
         }
         return caps
+    }
+
+    /// Each identity's camera tiles in `layout`: the widest one's width and the largest one's
+    /// pixels (on the canvas).
+    public static func largestCameraTiles(in layout: TemplateDescription) -> [String: (width: Int, pixels: Int)] {
+        var largest: [String: (width: Int, pixels: Int)] = [:]
+        for position in layout.positions where position.source == .camera {
+            let width = max(0, Int((position.rect.width * Double(layout.canvas.width)).rounded()))
+            let height = max(0, Int((position.rect.height * Double(layout.canvas.height)).rounded()))
+            let known = largest[position.participant] ?? (0, 0)
+            largest[position.participant] = (max(known.width, width), max(known.pixels, width * height))
+        }
+        return largest
     }
 }

@@ -414,13 +414,13 @@ public final class Room {
         // transport-cc feedback), so none bounds the caps.
         let caps = cameraBitrateRule.caps(cameras: senders.map { ($0.id, $0.identity) }, layout: layout ?? currentDescription,
                                           speaker: speakerDetector.current, forwarded: forwarded)
-        let widths = cameraTileWidths(layout: layout ?? currentDescription)
+        let tiles = CameraBitrateRule.largestCameraTiles(in: layout ?? currentDescription)
         var shown: Set<String> = []
         for participant in senders {
             // A simulcast camera's layer: its largest tile's width; a subscribed camera's
             // subscribers get what is decoded, so the largest layer. Only the first guest of
             // an identity is drawn (`applyLayout`).
-            let width = shown.insert(participant.identity).inserted ? widths[participant.identity] : nil
+            let width = shown.insert(participant.identity).inserted ? tiles[participant.identity]?.width : nil
             participant.inbound.setCameraWantedWidth(forwarded.contains(participant.id) ? Int.max : width)
         }
         for participant in participants {
@@ -436,16 +436,6 @@ public final class Room {
             participant.rtcpDue = participant.inbound.nextTimeout
             if let due = participant.rtcpDue, due < (soonestRTCP ?? due + .seconds(1)) { soonestRTCP = due }
         }
-    }
-
-    /// Each identity's largest camera tile's width in the composite (pixels).
-    private func cameraTileWidths(layout: TemplateDescription) -> [String: Int] {
-        var widths: [String: Int] = [:]
-        for position in layout.positions where position.source == .camera {
-            let width = Int((position.rect.width * Double(layout.canvas.width)).rounded())
-            widths[position.participant] = max(widths[position.participant] ?? 0, width)
-        }
-        return widths
     }
 
     /// The caps the room's cameras were last sent (bit/s), summed: for metrics.

@@ -62,14 +62,21 @@ public struct SimulcastLayerChoice: Sendable {
     /// largest; while
     /// no sending layer's size is known, the decoded one, or the first sending.
     public func wanted(now: Instant) -> Int? {
-        let active = layers.indices.filter { isSending($0, now: now) }
-        let sized = active.filter { layers[$0].width != nil }.sorted { (layers[$0].width ?? 0) < (layers[$1].width ?? 0) }
-        guard let smallest = sized.first, let largest = sized.last else {
-            if let decoded, active.contains(decoded) { return decoded }
-            return active.first
+        // One pass, no allocation: it runs for every packet of the camera.
+        var firstSending: Int?, decodedSending = false
+        var smallest: (index: Int, width: Int)?, largest: (index: Int, width: Int)?, covering: (index: Int, width: Int)?
+        let threshold = wantedWidth.map { Self.coverage * Double($0) }
+        for index in layers.indices where isSending(index, now: now) {
+            if firstSending == nil { firstSending = index }
+            if index == decoded { decodedSending = true }
+            guard let width = layers[index].width else { continue }
+            if smallest.map({ width < $0.width }) ?? true { smallest = (index, width) }
+            if largest.map({ width >= $0.width }) ?? true { largest = (index, width) }
+            if let threshold, Double(width) >= threshold, covering.map({ width < $0.width }) ?? true { covering = (index, width) }
         }
-        guard let wantedWidth else { return smallest }
-        return sized.first { Double(layers[$0].width ?? 0) >= Self.coverage * Double(wantedWidth) } ?? largest
+        guard let smallest, let largest else { return decodedSending ? decoded : firstSending }
+        guard wantedWidth != nil else { return smallest.index }
+        return (covering ?? largest).index
     }
 
     /// Takes a packet of layer `layer` (its SSRC, and the key frame size when it begins one).
