@@ -1,11 +1,15 @@
+import Compositing
 import Wire
 
-/// How much work a room's composite encoders do per picture, chosen so that the room keeps its
-/// frame rate on a host shared with other rooms. The canvas and the frame rate are the config's
-/// or the template's (docs/api.md): what gives way under load is the encoder's effort, in steps
-/// of the VP8 version (profile) it codes, which decides its loop filter and prediction filters
-/// (RFC 6386 §9.1; every VP8 decoder takes all four), the one setting measured to make the
-/// composite cheaper (`tessera bench vp8-composite-speed`: libvpx's cpu-used beyond -6 is not).
+/// How much work a room's composite does per picture, chosen so that the room keeps its frame
+/// rate on a host shared with other rooms. The frame rate is the config's or the template's
+/// (docs/api.md): what gives way under load is first the encoder's effort, in steps of the VP8
+/// version (profile) it codes, which decides its loop filter and prediction filters (RFC 6386
+/// §9.1; every VP8 decoder takes all four), the one encoder setting measured to make the
+/// composite cheaper (`tessera bench vp8-composite-speed`: libvpx's cpu-used beyond -6 is not);
+/// last, on a host shared by rooms, the canvas itself: drawn and encoded at half its width and
+/// height, a quarter of the pixels to draw, encode and decode, and each camera's tile then wants
+/// a smaller simulcast layer (a quarter of the decoding too).
 /// Sans-IO: encode times, the media loop's lateness and the host's load come in with the time.
 ///
 /// The rule (docs/config.md, "Many rooms"), evaluated once a second:
@@ -19,17 +23,20 @@ import Wire
 ///   encode share under `slowerShare`, ticks on time and a host load under `slowerHostLoad`;
 /// - a room starts at the step its canvas's pixel rate calls for (`startingStep`).
 public struct CompositeEncoderSpeed: Sendable, Equatable {
-    /// One step: the VP8 profile and libvpx's cpu-used, and the Opus complexity of the room's
-    /// mixes (at most the configured one), which the media loop encodes.
+    /// One step: the VP8 profile and libvpx's cpu-used, the Opus complexity of the room's
+    /// mixes (at most the configured one), which the media loop encodes, and whether the canvas
+    /// is drawn at half its width and height.
     public struct Setting: Sendable, Equatable {
         public let profile: Int
         public let cpuUsed: Int
         public let mixComplexity: Int
+        public let halvesCanvas: Bool
 
-        public init(profile: Int, cpuUsed: Int, mixComplexity: Int = 5) {
+        public init(profile: Int, cpuUsed: Int, mixComplexity: Int = 5, halvesCanvas: Bool = false) {
             self.profile = profile
             self.cpuUsed = cpuUsed
             self.mixComplexity = mixComplexity
+            self.halvesCanvas = halvesCanvas
         }
     }
 
@@ -41,9 +48,12 @@ public struct CompositeEncoderSpeed: Sendable, Equatable {
     /// best (`VP8Encoder.Configuration.cpuUsed`). A change of profile restarts the encoder, so its
     /// next frame is a key frame. The last step also encodes the mixes at Opus complexity 1
     /// (the media loop's largest cost after decoding the cameras: a room of four encodes 200 mix
-    /// frames a second).
+    /// frames a second). The step after it halves the canvas (`drawnCanvas`).
     public static let steps = [Setting(profile: 0, cpuUsed: -6), Setting(profile: 1, cpuUsed: -6),
-                               Setting(profile: 3, cpuUsed: -6, mixComplexity: 1)]
+                               Setting(profile: 3, cpuUsed: -6, mixComplexity: 1),
+                               Setting(profile: 3, cpuUsed: -6, mixComplexity: 1, halvesCanvas: true)]
+    /// Pressed seconds in a row at the step before the half canvas that take a room to it.
+    public static let halfCanvasPressedWindows = 3
     public static let fasterShare = 0.5
     public static let slowerShare = 0.25
     /// Of a frame interval.
@@ -72,6 +82,9 @@ public struct CompositeEncoderSpeed: Sendable, Equatable {
     private var lateness: Duration = .zero
     private var ticks = 0
     private var hostLoad: Double?
+    /// Rooms open on the host (this one included).
+    private var hostRooms = 1
+    private var pressedWindows = 0
     private var calmSince: Instant?
 
     /// The setting of `step`.
@@ -102,9 +115,18 @@ public struct CompositeEncoderSpeed: Sendable, Equatable {
     }
 
     /// The share of the machine's cores the host's process used over the last second or so
-    /// (nil: not known).
-    public mutating func setHostLoad(_ load: Double?) {
+    /// (nil: not known), and how many rooms the host holds.
+    public mutating func setHostLoad(_ load: Double?, rooms: Int = 1) {
         hostLoad = load
+        hostRooms = rooms
+    }
+
+    /// The canvas this step draws and encodes for a template's `canvas`: half its width and
+    /// height (even, for I420) on the half-canvas step when that is at least 320×180, else as
+    /// asked.
+    public func drawnCanvas(_ canvas: VideoSize) -> VideoSize {
+        guard setting.halvesCanvas, canvas.width >= 640, canvas.height >= 360 else { return canvas }
+        return VideoSize(width: canvas.width / 4 * 2, height: canvas.height / 4 * 2)
     }
 
     /// Ends a window when a second has passed since it began: applies the rule and starts the
@@ -127,11 +149,21 @@ public struct CompositeEncoderSpeed: Sendable, Equatable {
         ticks = 0
         let pressed = share > Self.fasterShare || late > Self.fasterLateness || (hostLoad ?? 0) > Self.fasterHostLoad
         let calm = share < Self.slowerShare && late < Self.slowerLateness && (hostLoad ?? 0) < Self.slowerHostLoad
+        pressedWindows = pressed ? pressedWindows + 1 : 0
+        if setting.halvesCanvas, hostRooms < 2 {
+            // Alone on the host now: the canvas its template asks, at once.
+            step -= 1
+            stepsSlower += 1
+            calmSince = nil
+            return true
+        }
         if pressed {
             calmSince = nil
             guard step < Self.steps.count - 1 else { return false }
+            if Self.steps[step + 1].halvesCanvas, hostRooms < 2 || pressedWindows < Self.halfCanvasPressedWindows { return false }
             step += 1
             stepsFaster += 1
+            pressedWindows = 0
             return true
         }
         guard calm else {

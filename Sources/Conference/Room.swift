@@ -41,6 +41,9 @@ public final class Room {
     private var mainRunning = false
     /// The composite encoders' speed, from their encode times and the host's load.
     public private(set) var encoderSpeed: CompositeEncoderSpeed
+    /// The canvas the config or the template asks; the compositor draws `encoderSpeed`'s
+    /// `drawnCanvas` of it.
+    private var templateCanvas: VideoSize
     /// The lower and small encodings, while some receiver needs them.
     private var scaled: [CompositeEncoding.Kind: CompositeEncoding] = [:]
     private var generations = 0
@@ -85,8 +88,8 @@ public final class Room {
         var generator = SplitMix64(seed: seed)
         timestampOffset = .random(in: 0...UInt32.max, using: &generator)
         mixer = RoomAudioMixer(configuration: .init(returnsOwnVoice: configuration.returnsOwnVoice, maxVoices: configuration.maxVoices))
-        compositor = VideoCompositor(id: name, canvasSize: VideoSize(width: configuration.width, height: configuration.height),
-                                     fps: configuration.fps)
+        templateCanvas = VideoSize(width: configuration.width, height: configuration.height)
+        compositor = VideoCompositor(id: name, canvasSize: templateCanvas, fps: configuration.fps)
         compositor.labelRenderer = labels
         compositor.start()
         main = CompositeEncoding(kind: .main, size: nil, bitrate: configuration.bitrate, generation: 0)
@@ -94,10 +97,11 @@ public final class Room {
         mixer.setComplexity(min(mixer.configuration.encoder.complexity, encoderSpeed.setting.mixComplexity))
     }
 
-    /// The share of the machine's cores the host's process uses (nil: not known), for the
-    /// encoders' speed (`CompositeEncoderSpeed`); the shell gives it about once a second.
-    public func setHostLoad(_ load: Double?) {
-        encoderSpeed.setHostLoad(load)
+    /// The share of the machine's cores the host's process uses (nil: not known) and how many
+    /// rooms it holds, for the encoders' speed (`CompositeEncoderSpeed`); the shell gives them
+    /// about once a second.
+    public func setHostLoad(_ load: Double?, rooms: Int = 1) {
+        encoderSpeed.setHostLoad(load, rooms: rooms)
     }
 
     // MARK: Outputs
@@ -348,24 +352,34 @@ public final class Room {
         self.layout = layout
         switch layout {
         case .custom(let description):
-            compositor.canvasSize = description.canvas.size
+            templateCanvas = description.canvas.size
             compositor.fps = description.canvas.fps
             compositor.background = description.canvas.backgroundColor ?? .black
         case .preset:
-            compositor.canvasSize = VideoSize(width: configuration.width, height: configuration.height)
+            templateCanvas = VideoSize(width: configuration.width, height: configuration.height)
             compositor.fps = configuration.fps
             compositor.background = YUVColor(hex: TemplateDescription.Canvas.defaultBackground) ?? .black
         }
+        compositor.canvasSize = encoderSpeed.drawnCanvas(templateCanvas)
         applyLayout(publish: true)
         return currentDescription
     }
 
     /// The template in use, in the contract's format: a custom one as given, a preset as the
-    /// positions it gives now.
+    /// positions it gives now (on the canvas asked, whatever the encoder step draws).
     public var currentDescription: TemplateDescription {
-        let canvas = TemplateDescription.Canvas(width: compositor.canvasSize.width, height: compositor.canvasSize.height,
+        let canvas = TemplateDescription.Canvas(width: templateCanvas.width, height: templateCanvas.height,
                                                 fps: compositor.fps, background: TemplateDescription.Canvas.defaultBackground)
         return layout.template(participants: identities, activeSpeaker: speakerDetector.current, screenSharer: screenSharer, canvas: canvas)
+    }
+
+    /// Draws the canvas the encoder step calls for; a changed size re-sizes every tile (and the
+    /// simulcast layers the cameras' tiles want) and restarts the main encoder at a key frame.
+    private func followDrawnCanvas() {
+        let drawn = encoderSpeed.drawnCanvas(templateCanvas)
+        guard drawn != compositor.canvasSize else { return }
+        compositor.canvasSize = drawn
+        applyLayout(publish: false)
     }
 
     /// The active speaker's identity; nil until someone has spoken.
@@ -410,11 +424,15 @@ public final class Room {
     func refreshCameraCaps(layout: TemplateDescription? = nil) {
         let senders = participants.filter { !$0.isViewer && $0.inbound.sends(.camera) }
         let forwarded = Set(forwarding.keys.filter { $0.source == .camera && forwarding[$0]?.isEmpty == false }.map(\.participant))
+        // Tiles as drawn: on the half canvas of a loaded host, each a quarter of the pixels.
+        var drawn = layout ?? currentDescription
+        drawn.canvas.width = compositor.canvasSize.width
+        drawn.canvas.height = compositor.canvasSize.height
         // The host has no estimate of its own of a camera's path (the sender estimates it from
         // transport-cc feedback), so none bounds the caps.
-        let caps = cameraBitrateRule.caps(cameras: senders.map { ($0.id, $0.identity) }, layout: layout ?? currentDescription,
+        let caps = cameraBitrateRule.caps(cameras: senders.map { ($0.id, $0.identity) }, layout: drawn,
                                           speaker: speakerDetector.current, forwarded: forwarded)
-        let tiles = CameraBitrateRule.largestCameraTiles(in: layout ?? currentDescription)
+        let tiles = CameraBitrateRule.largestCameraTiles(in: drawn)
         var shown: Set<String> = []
         for participant in senders {
             // A simulcast camera's layer: its largest tile's width; a subscribed camera's
@@ -649,6 +667,7 @@ public final class Room {
         encoderSpeed.ticked(lateness: now - deadline)
         if encoderSpeed.evaluate(now: now, frameInterval: compositor.tickInterval) {
             mixer.setComplexity(min(mixer.configuration.encoder.complexity, encoderSpeed.setting.mixComplexity))
+            followDrawnCanvas()
         }
         // With nobody receiving, a recording keeps the main encoding running (it muxes its
         // frames): stopping it there would start a new encoder, at a key frame, every tick.

@@ -11,6 +11,8 @@ final class HostLoadMeter {
     /// The last second's load, 1 = every core busy; nil before two samples.
     private(set) var load: Double?
     private let cores: Double
+    /// The rooms open on the host (kept by `RoomDirectory`): a room alone keeps its canvas.
+    var roomsOpen = 0
 
     init(cores: Int = ProcessInfo.processInfo.activeProcessorCount) {
         self.cores = Double(max(1, cores))

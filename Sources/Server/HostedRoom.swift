@@ -76,7 +76,7 @@ final class HostedRoom {
         timer.action = { [weak self] now in
             guard let self else { return }
             self.applyDecoded(now: now)
-            self.room.setHostLoad(hostLoad.sample(now: now))
+            self.room.setHostLoad(hostLoad.sample(now: now), rooms: hostLoad.roomsOpen)
             self.room.handleTimeout(now: now)
             self.carryOut()
         }

@@ -86,10 +86,12 @@ final class RoomDirectory {
             self?.closedRoomsExpiredJoins += closed.expiredJoins
             if self?.rooms[closed.name] === closed {
                 self?.rooms[closed.name] = nil
+                self?.hostLoad.roomsOpen = self?.rooms.count ?? 0
                 self?.cluster?.roomClosed(closed.name)
             }
         }
         rooms[name] = hosted
+        hostLoad.roomsOpen = rooms.count
         cluster?.roomOpened(name)
         hosted.room.mixer.loadComplexity = audioEncoderLoad.complexity
         sampleLoadEverySecond(on: port.loop)

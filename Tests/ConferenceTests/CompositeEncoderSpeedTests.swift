@@ -1,3 +1,4 @@
+import Compositing
 import Conference
 import Testing
 import Wire
@@ -9,8 +10,8 @@ import Wire
 
     /// One second of a room at 30 fps: each picture took `encode`, each tick came `late`.
     private func second(_ speed: inout CompositeEncoderSpeed, at now: inout Instant, encode: Duration, late: Duration = .zero,
-                        hostLoad: Double? = nil) -> Bool {
-        speed.setHostLoad(hostLoad)
+                        hostLoad: Double? = nil, rooms: Int = 1) -> Bool {
+        speed.setHostLoad(hostLoad, rooms: rooms)
         var changed = false
         for _ in 0..<30 {
             now = now + Self.frame + .microseconds(334)
@@ -32,8 +33,9 @@ import Wire
         #expect(CompositeEncoderSpeed(width: 1280, height: 720, fps: 30).step == 0)
         #expect(CompositeEncoderSpeed(width: 1920, height: 1080, fps: 30).setting == .init(profile: 1, cpuUsed: -6))
         #expect(CompositeEncoderSpeed(width: 3840, height: 2160, fps: 30).setting == .init(profile: 3, cpuUsed: -6, mixComplexity: 1))
-        #expect(CompositeEncoderSpeed.steps.map(\.profile) == [0, 1, 3])
-        #expect(CompositeEncoderSpeed.steps.map(\.mixComplexity) == [5, 5, 1])
+        #expect(CompositeEncoderSpeed.steps.map(\.profile) == [0, 1, 3, 3])
+        #expect(CompositeEncoderSpeed.steps.map(\.mixComplexity) == [5, 5, 1, 1])
+        #expect(CompositeEncoderSpeed.steps.map(\.halvesCanvas) == [false, false, false, true])
     }
 
     /// Encodes taking 20 ms of every 33 ms (a share of 0.6) step to a cheaper setting once a
@@ -100,5 +102,39 @@ import Wire
         #expect(speed.step == 1)
         _ = second(&speed, at: &now, encode: .zero)
         #expect(speed.step == 0)
+    }
+
+    /// On a host of several rooms, a room still pressed at the cheapest encoder draws half its
+    /// canvas (1280x720 → 640x360), but only after three pressed seconds there; calm brings the
+    /// template's canvas back after 10 s, and so does being alone on the host, at once.
+    @Test func aPressedRoomOnASharedHostDrawsHalfItsCanvasAndALoneOneNever() {
+        let canvas = VideoSize(width: 1280, height: 720)
+        var now = Instant.milliseconds(1000)
+        var lone = started(&now)
+        for _ in 0..<8 { _ = second(&lone, at: &now, encode: .milliseconds(25)) }
+        #expect(lone.step == 2 && lone.drawnCanvas(canvas) == canvas, "a lone room keeps the canvas it asked")
+
+        var shared = started(&now)
+        var seen: [Int] = []
+        for _ in 0..<6 {
+            _ = second(&shared, at: &now, encode: .milliseconds(25), rooms: 6)
+            seen.append(shared.step)
+        }
+        #expect(seen == [1, 2, 2, 2, 3, 3], "\(seen)")
+        #expect(shared.drawnCanvas(canvas) == VideoSize(width: 640, height: 360))
+        #expect(shared.drawnCanvas(VideoSize(width: 1282, height: 722)) == VideoSize(width: 640, height: 360), "even sides")
+        #expect(shared.drawnCanvas(VideoSize(width: 480, height: 270)) == VideoSize(width: 480, height: 270), "too small to halve")
+        // A second of calm between pressed ones starts the count of three again.
+        var broken = started(&now)
+        for encode in [25, 25, 25, 25, 5, 25, 25] { _ = second(&broken, at: &now, encode: .milliseconds(encode), rooms: 2) }
+        #expect(broken.step == 2)
+        _ = second(&broken, at: &now, encode: .milliseconds(25), rooms: 2)
+        #expect(broken.step == 3)
+
+        var calm = shared
+        for _ in 0..<10 { _ = second(&calm, at: &now, encode: .milliseconds(2), rooms: 6) }
+        #expect(calm.step == 2 && calm.drawnCanvas(canvas) == canvas)
+        #expect(second(&shared, at: &now, encode: .milliseconds(25), rooms: 1), "the other rooms closed")
+        #expect(shared.step == 2 && shared.drawnCanvas(canvas) == canvas)
     }
 }

@@ -588,6 +588,31 @@ import WireTesting
         expectSees(a, Self.grid3(Self.red, Self.green, Self.blue))
     }
 
+    /// On a host of several rooms, a room whose encodes stay slow at the cheapest encoder step
+    /// draws half its canvas: the receivers decode 320x180 pictures with every colour in its
+    /// slot, the room's main output says so, and the template keeps the canvas it asked; when
+    /// the encodes are quick again the canvas comes back.
+    @Test func aRoomPressedOnASharedHostDrawsHalfItsCanvas() throws {
+        let harness = RoomHarness(canvas: VideoSize(width: 640, height: 360))
+        let a = try harness.join("a", tone: 440, colour: Self.red)
+        try harness.join("b", tone: 660, colour: Self.green)
+        try harness.join("c", tone: 880, colour: Self.blue)
+        harness.room.setHostLoad(nil, rooms: 4)
+        try harness.run(for: .seconds(1))
+        #expect(a.latest?.width == 640)
+        harness.encodeTime = .milliseconds(53)  // of 67 ms at 15 fps
+        try harness.run(for: .seconds(7))
+        #expect(harness.room.encoderSpeed.setting.halvesCanvas)
+        #expect(a.latest.map { ($0.width, $0.height) } ?? (0, 0) == (320, 180))
+        #expect(harness.room.compositeOutputs.first.map { ($0.width, $0.height) } ?? (0, 0) == (320, 180))
+        #expect(harness.room.currentDescription.canvas.width == 640)
+        expectSees(a, Self.grid3(Self.red, Self.green, Self.blue))
+        harness.encodeTime = .milliseconds(5)
+        try harness.run(for: .seconds(12))
+        #expect(a.latest?.width == 640)
+        expectSees(a, Self.grid3(Self.red, Self.green, Self.blue))
+    }
+
     /// The same room over a network that loses 5 % of packets and adds up to 30 ms of jitter
     /// each way: the host repairs what it receives (NACK, RTX from the peers) and answers the
     /// peers' NACKs about the composite from its history; the peers conceal lost audio and ask
