@@ -209,6 +209,60 @@ def aiortc_join_through_redirect(wrong, room):
     return asyncio.run(run())
 
 
+def load_rejoin_failover(cluster, tmp, figures):
+    """Runs `tessera load --rejoin` against all three hosts, kill -9s its room's owner once
+    everyone is in, and checks the report: every participant rejoined on another host, and every
+    check passed. Returns a host still alive (not the one killed)."""
+    wait_until(lambda: (lambda l: l and len(l["nodes"]) == 3)(rooms_listing("a")), 10)
+    report = os.path.join(tmp, "rejoin")
+    order = ["a", "b", "c"]
+    load = subprocess.Popen([cluster.tessera, "load", "--url", ",".join(url_of(n) for n in order), "--room", "rejoin", "--rejoin",
+                             "--participants", "4", "--speakers", "2", "--decoders", "1", "--video", "320x180@15",
+                             "--duration", "30s", "--report", report, "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    def owner():
+        for room in (rooms_listing("a") or rooms_listing("b") or {}).get("rooms", []):
+            if room["name"] == "rejoin" and room["participants"] >= 4:
+                return room["node"]
+        return None
+    victim = wait_until(owner, 15, 0.5)
+    if not check("tessera load --rejoin: its four participants are in the room", victim is not None):
+        load.kill()
+        load.communicate(timeout=30)
+        return None
+    time.sleep(4)  # the checks have media from before the failure to judge
+    cluster.hosts[victim].kill()
+    killed = time.monotonic()
+    try:
+        output, _ = load.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        load.kill()
+        output, _ = load.communicate(timeout=30)
+    figures["tessera load --rejoin: kill -9 of the owner to the run's end, s"] = round(time.monotonic() - killed, 1)
+    try:
+        with open(report + ".json") as f:
+            result = json.load(f)
+    except (OSError, ValueError) as error:
+        check("tessera load --rejoin writes its report", False, f"{error}; {output[-600:]}")
+        return None
+    people = result.get("participants", [])
+    moved = [p for p in people if node_of(p.get("firstHost") or "") == victim and p.get("rejoins")
+             and node_of(p["rejoins"][-1]["host"]) not in (None, victim)]
+    check("tessera load --rejoin: after kill -9 of the room's owner every participant rejoined on a live host",
+          len(people) == 4 and len(moved) == 4,
+          "; ".join(f"{p['identity']}: first {p.get('firstHost')}, rejoins {[(r['host'], r['gapMilliseconds']) for r in p.get('rejoins') or []]}"
+                    for p in people) + f" (victim {victim})")
+    failed_checks = [f"{c['name']}: {c['detail']}" for c in result.get("checks", []) if not c["passed"]]
+    check("tessera load --rejoin: every check passes, media judged outside the gap", result.get("passed") is True and load.returncode == 0,
+          "; ".join(failed_checks) or output[-600:])
+    gaps = [r["gapMilliseconds"] for p in people for r in p.get("rejoins") or []]
+    if gaps:
+        figures["tessera load --rejoin: gap from the last packet to media again, median / longest, s"] = \
+            f"{statistics.median(gaps) / 1000:.2f} / {max(gaps) / 1000:.2f}"
+        figures["tessera load --rejoin: tries per rejoin, most"] = max(r["attempts"] for p in people for r in p.get("rejoins") or [])
+    return next((n for n in NODES if n != victim and cluster.alive(n)), None)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tessera", default=os.path.join(REPO, ".build/debug/tessera"))
@@ -329,6 +383,12 @@ def main():
         figures["kill -9 of the owner to the room re-placed, s"] = round(elapsed, 2)
         check("kill -9 of a room's owner: the next join places it on a live host (within 5 s of its last refresh)", bool(ok) and elapsed < 7,
               f"{elapsed:.2f} s")
+
+        # tessera load --rejoin: its room's owner is killed mid-run; every participant rejoins
+        # through the hosts it was given, lands on a live host, and the checks pass outside the gap.
+        restarted = all(cluster.start_host(n) for n in NODES if not cluster.alive(n))
+        check("the killed and the drained host start again", restarted, f"logs in {tmp}")
+        survivor = load_rejoin_failover(cluster, tmp, figures) or survivor
 
         # Redis stopped: the rooms a host owns go on; the others answer 503; back: caught up.
         join(url_of(survivor), "keep", "k0")

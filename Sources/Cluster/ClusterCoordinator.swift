@@ -14,8 +14,9 @@ import Wire
 /// Keys (`prefix` = `tessera:`): `tessera:node:<name>` the node's JSON record with a 5 s expiry;
 /// `tessera:nodes` a set of node names, so that the records are read with SMEMBERS and one MGET
 /// rather than a SCAN of the keyspace; `tessera:room:<name>` the owner's node name with the lease
-/// as its expiry; `tessera:directory` the Redis server time (ms) at which the first heartbeat met
-/// an empty directory (a new Redis, or one restarted without persistence); `tessera:files:<name>`
+/// as its expiry; `tessera:directory` the mark of a directory in use: the Redis server time (ms) at
+/// which a host that had seen it before found it gone (Redis restarted without persistence),
+/// or 0 for a new cluster; `tessera:files:<name>`
 /// the set of recording files the node holds, kept while the node lives.
 public final class ClusterCoordinator: @unchecked Sendable {
     public struct Settings: Sendable {
@@ -89,7 +90,13 @@ public final class ClusterCoordinator: @unchecked Sendable {
     private var stopping = false
     private var beatNow = false
     private var view: [NodeRecord] = []
-    private var pending: [String: Int] = [:]
+    /// Rooms this host placed on each node (node → room → when) that the node's record does
+    /// not show yet: counted against its spare capacity until it does (or the claim's lease
+    /// lapsed), so that joins placed between two heartbeats do not all pick the same node.
+    private var pending: [String: [String: ContinuousClock.Instant]] = [:]
+    /// Whether the worker has found the directory's mark in Redis before: then a Redis without
+    /// it has lost its data (restarted without persistence), and placement waits `directoryGrace`.
+    private var sawDirectory = false
     private var reachable: Bool?
     private var lastFailure: (at: ContinuousClock.Instant, reason: String)?
     private var lostRooms: Set<String> = []
@@ -250,7 +257,7 @@ public final class ClusterCoordinator: @unchecked Sendable {
             guard let pair = claimed.elements, pair.count == 2, let owner = pair[0].text else {
                 throw .protocol("the claim script answered \(claimed)")
             }
-            if owner == candidate { condition.withLock { pending[candidate, default: 0] += 1 } }
+            if owner == candidate { condition.withLock { pending[candidate, default: [:]][room] = ContinuousClock.now } }
             let resolution = answer(owner: owner, record: pair[1])
             // Claimed for a node whose record lapsed between the two reads: serve it here rather
             // than send the client to a host that is gone; the next join re-places it.
@@ -345,8 +352,12 @@ public final class ClusterCoordinator: @unchecked Sendable {
     private func placementCandidate() -> String? {
         condition.lock()
         let others = view.filter { $0.name != settings.node }
-        let placed = pending
         let me = ownRecord()
+        var placed: [String: Int] = [:]
+        for (node, rooms) in pending {
+            let shown = Set((node == settings.node ? me : others.first { $0.name == node })?.rooms.map(\.name) ?? [])
+            placed[node] = rooms.keys.filter { !shown.contains($0) }.count
+        }
         condition.unlock()
         return Placement.choose(among: others + [me], pending: placed, model: settings.model)?.name
     }
@@ -403,7 +414,8 @@ public final class ClusterCoordinator: @unchecked Sendable {
         do throws(RedisError) {
             // First, so that the grace for claiming open rooms again starts from the first host
             // that meets an empty directory.
-            _ = try connection.command(["EVAL", Self.markDirectoryScript, "1", directoryKey])
+            let marked = try connection.command(["EVAL", Self.markDirectoryScript, "1", directoryKey, condition.withLock { sawDirectory } ? "1" : "0"])
+            if marked.integer == 0 { condition.withLock { sawDirectory = true } }
             let expiry = String(settings.nodeExpiry.milliseconds)
             let set = try connection.command([Array("SET".utf8), Array((nodeKeyPrefix + settings.node).utf8), record.json, Array("PX".utf8), Array(expiry.utf8)])
             if case .error(let reason) = set { throw .protocol(reason) }
@@ -436,7 +448,12 @@ public final class ClusterCoordinator: @unchecked Sendable {
             let nodes = try readNodes(connection)
             condition.withLock {
                 view = nodes
-                pending = [:]
+                // A claim never opened lapses with its lease; then it no longer weighs.
+                let now = ContinuousClock.now
+                pending = pending.compactMapValues { rooms in
+                    let live = rooms.filter { now - $0.value < settings.lease }
+                    return live.isEmpty ? nil : live
+                }
             }
             noteReachable()
             return true
@@ -513,12 +530,18 @@ public final class ClusterCoordinator: @unchecked Sendable {
         return {ARGV[1], redis.call('GET', ARGV[3] .. ARGV[1])}
         """
 
-    /// Notes when the directory (KEYS[1]) was first found empty: the server's time in ms, set
-    /// only when missing (a new Redis, or one that restarted without persistence).
+    /// Marks the directory (KEYS[1]) when it is missing: with the server's time in ms when the
+    /// host had seen the mark before (ARGV[1] = 1: Redis lost its data, and hosts must claim
+    /// their open rooms again before any is placed), else with 0 (a new cluster: no grace).
+    /// Answers 0 when the mark was there, 1 when it set it.
     static let markDirectoryScript = """
         if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-        local time = redis.call('TIME')
-        redis.call('SET', KEYS[1], tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))
+        local since = 0
+        if ARGV[1] == '1' then
+            local time = redis.call('TIME')
+            since = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        end
+        redis.call('SET', KEYS[1], since)
         return 1
         """
 

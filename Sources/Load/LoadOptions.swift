@@ -90,7 +90,7 @@ public struct LoadOptions: Sendable, Equatable {
     /// that doubles from the first to the last.
     public static let rejoinAttempts = 12
     public static let rejoinWindow: Duration = .seconds(30)
-    public static let rejoinBackoff: (first: Duration, last: Duration) = (.milliseconds(250), .seconds(2))
+    public static let rejoinBackoff: (first: Duration, last: Duration) = (.milliseconds(250), .seconds(1))
 
     public init() {}
 
@@ -121,8 +121,8 @@ public struct LoadOptions: Sendable, Equatable {
         which layer the host decoded for each guest. --url takes a comma-separated list of hosts (one
         cluster's); the run joins through the first. --rejoin: a participant whose transport fails
         (ICE consent or DTLS lost, or 3 s without RTP or RTCP from the host) joins again, same room and
-        identity, through the hosts of --url in turn (following the 307 to the room's owner), at most
-        12 tries within 30 s, 250 ms to 2 s apart; the report counts the rejoins and the gaps from the
+        identity, through the hosts of --url in turn (the failed one last; following the 307 to the
+        room's owner), at most 12 tries within 30 s, 250 ms to 1 s apart; the report counts the rejoins and the gaps from the
         last packet before the failure to the first after, and the checks judge media outside them.
         """
 

@@ -190,7 +190,7 @@ final class LoadParticipant {
     private var lastHeardAt: Instant?
     /// A failed transport being replaced: when its media stopped, when that was noticed, why,
     /// the tries so far and the last one's problem; nil while none is.
-    private var lost: (stoppedAt: Instant, noticedAt: Instant, reason: String, attempts: Int, problem: String?)?
+    private var lost: (stoppedAt: Instant, noticedAt: Instant, reason: String, attempts: Int, problem: String?, host: String?)?
     /// The host of the current join's session.
     private var sessionHost: String?
     /// Bumped to cancel a scheduled try.
@@ -392,8 +392,9 @@ final class LoadParticipant {
         let now = self.now
         let stoppedAt = lastHeardAt ?? connectedAt ?? now
         if let location = answer?.location { http.send("DELETE", location) { _ in } }
+        let failedHost = sessionHost
         tearDown()
-        lost = (stoppedAt, now, why, 0, nil)
+        lost = (stoppedAt, now, why, 0, nil, failedHost)
         scheduleRejoin()
     }
 
@@ -417,7 +418,9 @@ final class LoadParticipant {
         let token = rejoinToken
         loop.schedule(at: now + wait) { [unowned self] in
             guard token == rejoinToken, state == .absent, var lost = self.lost else { return }
-            let urls = model.options.urls
+            // The hosts in turn, the one whose transport failed last: it is the likeliest gone.
+            let others = model.options.urls.filter { $0 != lost.host }
+            let urls = others.isEmpty ? model.options.urls : others
             let base = urls.isEmpty ? nil : urls[lost.attempts % urls.count]
             lost.attempts += 1
             self.lost = lost
