@@ -391,7 +391,8 @@ def main():
         survivor = load_rejoin_failover(cluster, tmp, figures) or survivor
 
         # Redis stopped: the rooms a host owns go on; the others answer 503; back: caught up.
-        join(url_of(survivor), "keep", "k0")
+        # The room's host (any of the live ones) is the one whose own room must go on.
+        survivor = node_of(join(url_of(survivor), "keep", "k0")[1]) or survivor
         cluster.stop_redis()
         time.sleep(1.2)  # one heartbeat meets the closed port
         status = request("GET", f"{url_of(survivor)}/v1/rooms/keep")[0]
