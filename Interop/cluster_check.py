@@ -5,11 +5,14 @@ network namespace Interop/cluster_check.sh makes.
 Starts redis-server (persistence off) and three `tessera serve` hosts a, b, c sharing it, then
 checks: placement on the host with the most spare capacity; a join and other room calls made at
 the wrong host answered 307 to the owner (same path and query), which the client follows; an
-aiortc participant that joins through a 307 and connects to the owner; `tessera load` at the
-wrong host, whose joins follow the 307; two first joins of one
+aiortc participant that joins through a 307 and connects to the owner; a recording fetched at a
+host without it, answered 307 to the host that has it; `tessera load` at the wrong host, whose
+joins follow the 307; two first joins of one
 room racing at two hosts ending at one owner; drain (POST /v1/drain: placement skips the host,
 its room goes on, /metrics says so, --exit-when-drained exits 0 after its last room); kill -9 of
-a room's owner, then the room placed anew on a live host; Redis stopped (owned rooms still
+a room's owner, then the room placed anew on a live host; `tessera load --rejoin` through a
+kill -9 of its room's owner (every participant rejoins on a live host, every check passes
+outside the gap); Redis stopped (owned rooms still
 served, others 503 "cluster unavailable") and restarted (caught up); SIGUSR1 drains. Prints the
 figures docs/cluster.md gives (time to re-place a room, redirect overhead on join time) and
 `cluster: N passed, N failed`; exits non-zero when anything failed. Every wait is bounded.
@@ -314,6 +317,21 @@ def main():
         listing = rooms_listing(wrong) or {}
         check("GET /v1/rooms at any host lists every room with its node",
               {(r["name"], r["node"]) for r in listing.get("rooms", [])} >= set(placed.items()), f"{listing.get('rooms')}")
+
+        # A recording made on the owner, fetched at another host: 307 to the host that has it.
+        status, _, data = request("POST", f"{url_of(owner)}/v1/rooms/p1/recordings", b'{"file": "p1-cluster.webm"}',
+                                  {"Content-Type": "application/json"})
+        recording = json.loads(data).get("id") if status == 201 else None
+        stopped = recording and request("DELETE", f"{url_of(owner)}/v1/rooms/p1/recordings/{recording}")[0] == 200
+        status, got, _ = request("GET", f"{url_of(wrong)}/v1/recordings/p1-cluster.webm?x=1")
+        check("GET of a recording at a host without it: 307 to the host that has it, same path and query",
+              bool(stopped) and status == 307 and got.get("location") == f"{url_of(owner)}/v1/recordings/p1-cluster.webm?x=1",
+              f"recording {recording}, stopped {stopped}; {status} {got.get('location')}")
+        status, final, got, data, hops = follow("GET", f"{url_of(wrong)}/v1/recordings/p1-cluster.webm")
+        check("the client follows it: 200 video/webm from the owner", status == 200 and hops == 1 and node_of(final) == owner
+              and got.get("content-type") == "video/webm" and len(data) > 0, f"{status} from {final}, {got.get('content-type')}, {len(data)} bytes")
+        status = request("GET", f"{url_of(wrong)}/v1/recordings/nowhere.webm")[0]
+        check("a recording no host has: 404", status == 404, f"{status}")
 
         # Redirect overhead: joins at the owner, and at another host through the 307.
         direct, redirected = [], []
