@@ -266,6 +266,84 @@ def load_rejoin_failover(cluster, tmp, figures):
     return next((n for n in NODES if n != victim and cluster.alive(n)), None)
 
 
+def page_rejoin_failover(cluster, tmp, figures):
+    """The host's page, in headless Chromium, loaded from one host while its room is on another;
+    the room's host is killed (kill -9): the page shows that it is reconnecting, joins again
+    through the host it came from, lands on a live host and decodes the composite there.
+    Returns a host still alive (not the one killed)."""
+    try:
+        sys.dont_write_bytecode = True
+        sys.path.insert(0, HERE)
+        import echo_chromium as C
+        from page_chromium import DevTools
+    except ImportError as error:
+        check("the page rejoins after its room's host is killed", False, f"cannot drive Chromium ({error}): scripts/setup.sh test installs it")
+        return None
+    # The room is placed first (a join that never connects keeps it open 20 s), so that the page
+    # can be loaded from another host.
+    status, final, _, _, _ = join(url_of("a"), "pagefail", "holder")
+    owner = node_of(final)
+    home = next((n for n in NODES if n != owner and cluster.alive(n)), None)
+    if not check("the page's room is placed, and another host is alive to load the page from", status == 201 and home is not None,
+                 f"{status} at {final}"):
+        return None
+    page = f"{url_of(home)}/?room=pagefail&identity=page&autojoin=1"
+    profile = os.path.join(tmp, "chromium")
+    log = open(os.path.join(tmp, "chromium.log"), "wb")
+    dev = DevTools([C.chromium_binary(), *C.CHROMIUM_FLAGS, "--user-data-dir=" + profile, page], dict(os.environ, HOME=tmp), log)
+    def evaluate(expression, timeout=10):
+        return dev.evaluate(dev.session, expression, timeout)
+    def frames():
+        try:
+            return (evaluate("tessera.selfCheck()") or {}).get("composite", {}).get("framesDecoded", 0)
+        except RuntimeError:
+            return 0
+    seen = "({rejoins: state.rejoins, pc: state.pc?.connectionState ?? null, shown: document.getElementById('connection').textContent, location: state.location})"
+    try:
+        def attach():
+            targets = dev.call("Target.getTargets")["targetInfos"]
+            target = next((t for t in targets if t["type"] == "page" and t["url"].startswith(url_of(home))), None)
+            if not target:
+                return None
+            dev.session = dev.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})["sessionId"]
+            dev.call("Runtime.enable", None, dev.session)
+            return True
+        attached = wait_until(attach, 20, 0.2)
+        joined = attached and wait_until(lambda: (lambda v: v and v["pc"] == "connected" and node_of(v["location"] or "") == owner)(
+            evaluate(seen)), 20, 0.25)
+        decoding = joined and wait_until(lambda: frames() > 10, 15, 0.5)
+        if not check("the page, loaded from one host, joins its room on another (307) and decodes the composite", bool(decoding),
+                     f"attached {bool(attached)}, joined {bool(joined)}, page says {evaluate(seen) if attached else None}"):
+            return None
+        cluster.hosts[owner].kill()
+        killed = time.monotonic()
+        shown = set()
+        def back():
+            value = evaluate(seen)
+            shown.add(value["shown"])
+            return value if value["rejoins"] >= 1 and value["pc"] == "connected" else None
+        rejoined = wait_until(back, 45, 0.25)
+        connected_after = time.monotonic() - killed
+        before = frames()
+        flowing = rejoined and wait_until(lambda: frames() > before + 10, 15, 0.25)
+        media_after = time.monotonic() - killed
+        new_host = node_of((rejoined or {}).get("location") or "")
+        check("kill -9 of the page's room host: the page shows it is reconnecting, rejoins through its own host on a live host, and decodes there",
+              bool(flowing) and new_host not in (None, owner) and any(text.startswith("Reconnecting") for text in shown),
+              f"page says {rejoined}, shown {sorted(shown)}, composite flowing {bool(flowing)}; console {list(dev.console)[-5:]}")
+        if flowing:
+            figures["the page: kill -9 of its room's host to connected again / composite decoded again, s"] = \
+                f"{connected_after:.1f} / {media_after:.1f}"
+        return next((n for n in NODES if n != owner and cluster.alive(n)), None)
+    finally:
+        try:
+            dev.evaluate(dev.session, "leave()", 3)
+        except Exception:
+            pass
+        dev.stop()
+        log.close()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tessera", default=os.path.join(REPO, ".build/debug/tessera"))
@@ -407,6 +485,9 @@ def main():
         restarted = all(cluster.start_host(n) for n in NODES if not cluster.alive(n))
         check("the killed and the drained host start again", restarted, f"logs in {tmp}")
         survivor = load_rejoin_failover(cluster, tmp, figures) or survivor
+        restarted = all(cluster.start_host(n) for n in NODES if not cluster.alive(n))
+        check("the host killed under tessera load starts again", restarted, f"logs in {tmp}")
+        survivor = page_rejoin_failover(cluster, tmp, figures) or survivor
 
         # Redis stopped: the rooms a host owns go on; the others answer 503; back: caught up.
         # The room's host (any of the live ones) is the one whose own room must go on.

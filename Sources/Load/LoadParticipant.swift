@@ -394,7 +394,14 @@ final class LoadParticipant {
         if let location = answer?.location { http.send("DELETE", location) { _ in } }
         let failedHost = sessionHost
         tearDown()
-        lost = (stoppedAt, now, why, 0, nil, failedHost)
+        if let replacing = lost {
+            // A rejoin's transport that connected but brought no media: one more failed try of
+            // the same rejoin (its tries and time stay bounded), not a new one.
+            lost?.problem = why
+            lost?.host = failedHost ?? replacing.host
+        } else {
+            lost = (stoppedAt, now, why, 0, nil, failedHost)
+        }
         scheduleRejoin()
     }
 
