@@ -292,13 +292,15 @@ def page_rejoin_failover(cluster, tmp, figures):
     log = open(os.path.join(tmp, "chromium.log"), "wb")
     dev = DevTools([C.chromium_binary(), *C.CHROMIUM_FLAGS, "--user-data-dir=" + profile, page], dict(os.environ, HOME=tmp), log)
     def evaluate(expression, timeout=10):
-        return dev.evaluate(dev.session, expression, timeout)
-    def frames():
+        """The expression's value in the page; None while it cannot answer (loading)."""
         try:
-            return (evaluate("tessera.selfCheck()") or {}).get("composite", {}).get("framesDecoded", 0)
+            return dev.evaluate(dev.session, expression, timeout)
         except RuntimeError:
-            return 0
-    seen = "({rejoins: state.rejoins, pc: state.pc?.connectionState ?? null, shown: document.getElementById('connection').textContent, location: state.location})"
+            return None
+    def frames():
+        return (evaluate("window.tessera ? tessera.selfCheck() : null") or {}).get("composite", {}).get("framesDecoded", 0)
+    # `state` is the page script's own (app.js): what it shows and where its session is.
+    seen = "(typeof state === 'undefined' ? null : {rejoins: state.rejoins, pc: state.pc?.connectionState ?? null, shown: document.getElementById('connection').textContent, location: state.location})"
     try:
         def attach():
             targets = dev.call("Target.getTargets")["targetInfos"]
@@ -320,6 +322,8 @@ def page_rejoin_failover(cluster, tmp, figures):
         shown = set()
         def back():
             value = evaluate(seen)
+            if not value:
+                return None
             shown.add(value["shown"])
             return value if value["rejoins"] >= 1 and value["pc"] == "connected" else None
         rejoined = wait_until(back, 45, 0.25)

@@ -235,7 +235,7 @@ async function join(event) {
 // redirects to the room's host in a cluster), the answer applied. Throws what went wrong.
 async function enter(room, identity, name) {
   $("joinButton").disabled = true;
-  connection("connecting", "Connecting");
+  if (!state.rejoining) connection("connecting", "Connecting");   // a rejoin keeps showing "Reconnecting…"
   status("Asking for camera and microphone…");
   const local = insecurePage() ? new MediaStream() : await localMedia();
   state.local = local;
@@ -429,7 +429,7 @@ async function leave() {
   $("roomTitle").textContent = "";
   $("joinButton").disabled = false;
   for (const id of ["leaveButton", "micButton", "cameraButton", "shareButton"]) $(id).disabled = true;
-  if ($("connection").dataset.state !== "failed") connection("idle", "Not joined");
+  if ($("connection").dataset.state !== "failed" && !state.rejoining) connection("idle", "Not joined");
 }
 
 // --- Your microphone, camera and screen ---------------------------------------------------
