@@ -37,7 +37,13 @@ function authHeaders() {
 async function api(method, path, body, type) {
   const headers = { ...authHeaders() };
   if (type) headers["Content-Type"] = type;
-  const response = await fetch(withClusterToken(path), { method, headers, body });
+  let response = await fetch(withClusterToken(path), { method, headers, body });
+  if (response.status === 401 && response.redirected && headers.Authorization && !state.cluster) {
+    // Redirected to another host of a cluster, and the browser dropped Authorization on the way:
+    // from now on the token rides in the query too.
+    state.cluster = true;
+    response = await fetch(withClusterToken(path), { method, headers, body });
+  }
   if (!response.ok) {
     let reason = "", detail = "";
     try { ({ error: reason, detail } = await response.json()); } catch (_) { /* not JSON */ }
