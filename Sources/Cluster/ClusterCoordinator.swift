@@ -14,10 +14,10 @@ import Wire
 /// Keys (`prefix` = `tessera:`): `tessera:node:<name>` the node's JSON record with a 5 s expiry;
 /// `tessera:nodes` a set of node names, so that the records are read with SMEMBERS and one MGET
 /// rather than a SCAN of the keyspace; `tessera:room:<name>` the owner's node name with the lease
-/// as its expiry; `tessera:directory` the mark of a directory in use: the Redis server time (ms) at
-/// which a host that had seen it before found it gone (Redis restarted without persistence),
-/// or 0 for a new cluster; `tessera:files:<name>`
-/// the set of recording files the node holds, kept while the node lives.
+/// as its expiry; `tessera:directory` the mark of a directory in use: the Redis server time
+/// (ms) at which a host that had seen it before found it gone (Redis restarted without
+/// persistence), or 0 for a new cluster; `tessera:files:<name>` the set of recording files the
+/// node holds, which counts only while the node's record lives.
 public final class ClusterCoordinator: @unchecked Sendable {
     public struct Settings: Sendable {
         public var redis: RedisURL
