@@ -5,11 +5,14 @@ network namespace Interop/cluster_check.sh makes.
 Starts redis-server (persistence off) and three `tessera serve` hosts a, b, c sharing it, then
 checks: placement on the host with the most spare capacity; a join and other room calls made at
 the wrong host answered 307 to the owner (same path and query), which the client follows; an
-aiortc participant that joins through a 307 and connects to the owner; `tessera load` at the
-wrong host, whose joins follow the 307; two first joins of one
+aiortc participant that joins through a 307 and connects to the owner; a recording fetched at a
+host without it, answered 307 to the host that has it; `tessera load` at the wrong host, whose
+joins follow the 307; two first joins of one
 room racing at two hosts ending at one owner; drain (POST /v1/drain: placement skips the host,
 its room goes on, /metrics says so, --exit-when-drained exits 0 after its last room); kill -9 of
-a room's owner, then the room placed anew on a live host; Redis stopped (owned rooms still
+a room's owner, then the room placed anew on a live host; `tessera load --rejoin` through a
+kill -9 of its room's owner (every participant rejoins on a live host, every check passes
+outside the gap); Redis stopped (owned rooms still
 served, others 503 "cluster unavailable") and restarted (caught up); SIGUSR1 drains. Prints the
 figures docs/cluster.md gives (time to re-place a room, redirect overhead on join time) and
 `cluster: N passed, N failed`; exits non-zero when anything failed. Every wait is bounded.
@@ -209,6 +212,148 @@ def aiortc_join_through_redirect(wrong, room):
     return asyncio.run(run())
 
 
+def load_rejoin_failover(cluster, tmp, figures):
+    """Runs `tessera load --rejoin` against all three hosts, kill -9s its room's owner once
+    everyone is in, and checks the report: every participant rejoined on another host, and every
+    check passed. Returns a host still alive (not the one killed)."""
+    wait_until(lambda: (lambda l: l and len(l["nodes"]) == 3)(rooms_listing("a")), 10)
+    report = os.path.join(tmp, "rejoin")
+    order = ["a", "b", "c"]
+    load = subprocess.Popen([cluster.tessera, "load", "--url", ",".join(url_of(n) for n in order), "--room", "rejoin", "--rejoin",
+                             "--participants", "4", "--speakers", "2", "--decoders", "1", "--video", "320x180@15",
+                             "--duration", "30s", "--report", report, "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    def owner():
+        for room in (rooms_listing("a") or rooms_listing("b") or {}).get("rooms", []):
+            if room["name"] == "rejoin" and room["participants"] >= 4:
+                return room["node"]
+        return None
+    victim = wait_until(owner, 15, 0.5)
+    if not check("tessera load --rejoin: its four participants are in the room", victim is not None):
+        load.kill()
+        load.communicate(timeout=30)
+        return None
+    time.sleep(4)  # the checks have media from before the failure to judge
+    cluster.hosts[victim].kill()
+    killed = time.monotonic()
+    try:
+        output, _ = load.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        load.kill()
+        output, _ = load.communicate(timeout=30)
+    figures["tessera load --rejoin: kill -9 of the owner to the run's end, s"] = round(time.monotonic() - killed, 1)
+    try:
+        with open(report + ".json") as f:
+            result = json.load(f)
+    except (OSError, ValueError) as error:
+        check("tessera load --rejoin writes its report", False, f"{error}; {output[-600:]}")
+        return None
+    people = result.get("participants", [])
+    moved = [p for p in people if node_of(p.get("firstHost") or "") == victim and p.get("rejoins")
+             and node_of(p["rejoins"][-1]["host"]) not in (None, victim)]
+    check("tessera load --rejoin: after kill -9 of the room's owner every participant rejoined on a live host",
+          len(people) == 4 and len(moved) == 4,
+          "; ".join(f"{p['identity']}: first {p.get('firstHost')}, rejoins {[(r['host'], r['gapMilliseconds']) for r in p.get('rejoins') or []]}"
+                    for p in people) + f" (victim {victim})")
+    failed_checks = [f"{c['name']}: {c['detail']}" for c in result.get("checks", []) if not c["passed"]]
+    check("tessera load --rejoin: every check passes, media judged outside the gap", result.get("passed") is True and load.returncode == 0,
+          "; ".join(failed_checks) or output[-600:])
+    gaps = [r["gapMilliseconds"] for p in people for r in p.get("rejoins") or []]
+    if gaps:
+        figures["tessera load --rejoin: gap from the last packet to media again, median / longest, s"] = \
+            f"{statistics.median(gaps) / 1000:.2f} / {max(gaps) / 1000:.2f}"
+        figures["tessera load --rejoin: tries per rejoin, most"] = max(r["attempts"] for p in people for r in p.get("rejoins") or [])
+    return next((n for n in NODES if n != victim and cluster.alive(n)), None)
+
+
+def page_rejoin_failover(cluster, tmp, figures):
+    """The host's page, in headless Chromium, loaded from one host while its room is on another;
+    the room's host is killed (kill -9): the page shows that it is reconnecting, joins again
+    through the host it came from, lands on a live host and decodes the composite there.
+    Returns a host still alive (not the one killed)."""
+    try:
+        sys.dont_write_bytecode = True
+        sys.path.insert(0, HERE)
+        import echo_chromium as C
+        from page_chromium import DevTools
+    except ImportError as error:
+        check("the page rejoins after its room's host is killed", False, f"cannot drive Chromium ({error}): scripts/setup.sh test installs it")
+        return None
+    # The room is placed first (a join that never connects keeps it open 20 s), so that the page
+    # can be loaded from another host.
+    status, final, _, _, _ = join(url_of("a"), "pagefail", "holder")
+    owner = node_of(final)
+    home = next((n for n in NODES if n != owner and cluster.alive(n)), None)
+    if not check("the page's room is placed, and another host is alive to load the page from", status == 201 and home is not None,
+                 f"{status} at {final}"):
+        return None
+    page = f"{url_of(home)}/?room=pagefail&identity=page&autojoin=1"
+    profile = os.path.join(tmp, "chromium")
+    log = open(os.path.join(tmp, "chromium.log"), "wb")
+    dev = DevTools([C.chromium_binary(), *C.CHROMIUM_FLAGS, "--user-data-dir=" + profile, page], dict(os.environ, HOME=tmp), log)
+    def evaluate(expression, timeout=10):
+        """The expression's value in the page; None while it cannot answer (loading)."""
+        try:
+            return dev.evaluate(dev.session, expression, timeout)
+        except RuntimeError:
+            return None
+    def frames():
+        return (evaluate("window.tessera ? tessera.selfCheck() : null") or {}).get("composite", {}).get("framesDecoded", 0)
+    # `state` is the page script's own (app.js): what it shows and where its session is.
+    seen = "(typeof state === 'undefined' ? null : {rejoins: state.rejoins, pc: state.pc?.connectionState ?? null, shown: document.getElementById('connection').textContent, location: state.location})"
+    try:
+        def attach():
+            try:
+                targets = dev.call("Target.getTargets")["targetInfos"]
+            except RuntimeError:  # Chromium still starting (slow on a busy machine)
+                return None
+            target = next((t for t in targets if t["type"] == "page" and t["url"].startswith(url_of(home))), None)
+            if not target:
+                return None
+            try:
+                dev.session = dev.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})["sessionId"]
+                dev.call("Runtime.enable", None, dev.session)
+            except RuntimeError:
+                return None
+            return True
+        attached = wait_until(attach, 40, 0.2)
+        joined = attached and wait_until(lambda: (lambda v: v and v["pc"] == "connected" and node_of(v["location"] or "") == owner)(
+            evaluate(seen)), 20, 0.25)
+        decoding = joined and wait_until(lambda: frames() > 10, 15, 0.5)
+        if not check("the page, loaded from one host, joins its room on another (307) and decodes the composite", bool(decoding),
+                     f"attached {bool(attached)}, joined {bool(joined)}, page says {evaluate(seen) if attached else None}"):
+            return None
+        cluster.hosts[owner].kill()
+        killed = time.monotonic()
+        shown = set()
+        def back():
+            value = evaluate(seen)
+            if not value:
+                return None
+            shown.add(value["shown"])
+            return value if value["rejoins"] >= 1 and value["pc"] == "connected" else None
+        rejoined = wait_until(back, 45, 0.25)
+        connected_after = time.monotonic() - killed
+        before = frames()
+        flowing = rejoined and wait_until(lambda: frames() > before + 10, 15, 0.25)
+        media_after = time.monotonic() - killed
+        new_host = node_of((rejoined or {}).get("location") or "")
+        check("kill -9 of the page's room host: the page shows it is reconnecting, rejoins through its own host on a live host, and decodes there",
+              bool(flowing) and new_host not in (None, owner) and any(text.startswith("Reconnecting") for text in shown),
+              f"page says {rejoined}, shown {sorted(shown)}, composite flowing {bool(flowing)}; console {list(dev.console)[-5:]}")
+        if flowing:
+            figures["the page: kill -9 of its room's host to connected again / composite decoded again, s"] = \
+                f"{connected_after:.1f} / {media_after:.1f}"
+        return next((n for n in NODES if n != owner and cluster.alive(n)), None)
+    finally:
+        try:
+            dev.evaluate(dev.session, "leave()", 3)
+        except Exception:
+            pass
+        dev.stop()
+        log.close()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tessera", default=os.path.join(REPO, ".build/debug/tessera"))
@@ -260,6 +405,21 @@ def main():
         listing = rooms_listing(wrong) or {}
         check("GET /v1/rooms at any host lists every room with its node",
               {(r["name"], r["node"]) for r in listing.get("rooms", [])} >= set(placed.items()), f"{listing.get('rooms')}")
+
+        # A recording made on the owner, fetched at another host: 307 to the host that has it.
+        status, _, data = request("POST", f"{url_of(owner)}/v1/rooms/p1/recordings", b'{"file": "p1-cluster.webm"}',
+                                  {"Content-Type": "application/json"})
+        recording = json.loads(data).get("id") if status == 201 else None
+        stopped = recording and request("DELETE", f"{url_of(owner)}/v1/rooms/p1/recordings/{recording}")[0] == 200
+        status, got, _ = request("GET", f"{url_of(wrong)}/v1/recordings/p1-cluster.webm?x=1")
+        check("GET of a recording at a host without it: 307 to the host that has it, same path and query",
+              bool(stopped) and status == 307 and got.get("location") == f"{url_of(owner)}/v1/recordings/p1-cluster.webm?x=1",
+              f"recording {recording}, stopped {stopped}; {status} {got.get('location')}")
+        status, final, got, data, hops = follow("GET", f"{url_of(wrong)}/v1/recordings/p1-cluster.webm")
+        check("the client follows it: 200 video/webm from the owner", status == 200 and hops == 1 and node_of(final) == owner
+              and got.get("content-type") == "video/webm" and len(data) > 0, f"{status} from {final}, {got.get('content-type')}, {len(data)} bytes")
+        status = request("GET", f"{url_of(wrong)}/v1/recordings/nowhere.webm")[0]
+        check("a recording no host has: 404", status == 404, f"{status}")
 
         # Redirect overhead: joins at the owner, and at another host through the 307.
         direct, redirected = [], []
@@ -330,8 +490,21 @@ def main():
         check("kill -9 of a room's owner: the next join places it on a live host (within 5 s of its last refresh)", bool(ok) and elapsed < 7,
               f"{elapsed:.2f} s")
 
+        # tessera load --rejoin: its room's owner is killed mid-run; every participant rejoins
+        # through the hosts it was given, lands on a live host, and the checks pass outside the gap.
+        restarted = all(cluster.start_host(n) for n in NODES if not cluster.alive(n))
+        check("the killed and the drained host start again", restarted, f"logs in {tmp}")
+        survivor = load_rejoin_failover(cluster, tmp, figures) or survivor
+        restarted = all(cluster.start_host(n) for n in NODES if not cluster.alive(n))
+        check("the host killed under tessera load starts again", restarted, f"logs in {tmp}")
+        try:
+            survivor = page_rejoin_failover(cluster, tmp, figures) or survivor
+        except Exception as error:  # the browser's driver broke: a failed check, not a crashed run
+            check("the page rejoins after its room's host is killed", False, f"{type(error).__name__}: {error}")
+
         # Redis stopped: the rooms a host owns go on; the others answer 503; back: caught up.
-        join(url_of(survivor), "keep", "k0")
+        # The room's host (any of the live ones) is the one whose own room must go on.
+        survivor = node_of(join(url_of(survivor), "keep", "k0")[1]) or survivor
         cluster.stop_redis()
         time.sleep(1.2)  # one heartbeat meets the closed port
         status = request("GET", f"{url_of(survivor)}/v1/rooms/keep")[0]

@@ -14,7 +14,10 @@ import Wire
 /// Keys (`prefix` = `tessera:`): `tessera:node:<name>` the node's JSON record with a 5 s expiry;
 /// `tessera:nodes` a set of node names, so that the records are read with SMEMBERS and one MGET
 /// rather than a SCAN of the keyspace; `tessera:room:<name>` the owner's node name with the lease
-/// as its expiry.
+/// as its expiry; `tessera:directory` the mark of a directory in use: the Redis server time
+/// (ms) at which a host that had seen it before found it gone (Redis restarted without
+/// persistence), or 0 for a new cluster; `tessera:files:<name>` the set of recording files the
+/// node holds, which counts only while the node's record lives.
 public final class ClusterCoordinator: @unchecked Sendable {
     public struct Settings: Sendable {
         public var redis: RedisURL
@@ -28,6 +31,11 @@ public final class ClusterCoordinator: @unchecked Sendable {
         public var heartbeat: Duration = .seconds(1)
         /// How long an HTTP handler waits for the worker's answer.
         public var requestTimeout: Duration = .seconds(2)
+        /// How long after Redis came back empty no room is placed anew: long enough for every
+        /// live host's heartbeat to claim again the rooms it has open (one heartbeat, plus the
+        /// reconnect of a connection the restart broke), so that a join arriving in between does
+        /// not place an open room on a second host. A join in that time waits it out.
+        public var directoryGrace: Duration = .seconds(2)
         public var maxRooms = 100
         public var cores = ProcessInfo.processInfo.activeProcessorCount
         public var model = CapacityModel()
@@ -82,10 +90,20 @@ public final class ClusterCoordinator: @unchecked Sendable {
     private var stopping = false
     private var beatNow = false
     private var view: [NodeRecord] = []
-    private var pending: [String: Int] = [:]
+    /// Rooms this host placed on each node (node → room → when) that the node's record does
+    /// not show yet: counted against its spare capacity until it does (or the claim's lease
+    /// lapsed), so that joins placed between two heartbeats do not all pick the same node.
+    private var pending: [String: [String: ContinuousClock.Instant]] = [:]
+    /// Whether the worker has found the directory's mark in Redis before: then a Redis without
+    /// it has lost its data (restarted without persistence), and placement waits `directoryGrace`.
+    private var sawDirectory = false
     private var reachable: Bool?
     private var lastFailure: (at: ContinuousClock.Instant, reason: String)?
     private var lostRooms: Set<String> = []
+    private var recordingFiles: Set<String> = []
+    /// Whether Redis holds `recordingFiles` (false after a failure: written again on the next
+    /// heartbeat that works).
+    private var filesWritten = false
     private let finished = DispatchSemaphore(value: 0)
     private var started = false
     static let maximumQueuedJobs = 256
@@ -142,6 +160,38 @@ public final class ClusterCoordinator: @unchecked Sendable {
         _ = queued
     }
 
+    /// Recording files this host holds (its folder at start, then each recording it starts), so
+    /// that another host can send a `GET` of one here. Written to Redis in the background.
+    public func holdRecordings(_ files: [String]) {
+        let valid = files.filter(ClusterNames.isValid)
+        guard !valid.isEmpty else { return }
+        let node = settings.node, key = filesKey(node)
+        condition.withLock {
+            recordingFiles.formUnion(valid)
+            guard filesWritten, jobs.count < Self.maximumQueuedJobs, !stopping else { return }
+            jobs.append { connection in _ = try? connection.command(["SADD", key] + valid) }
+            condition.signal()
+        }
+    }
+
+    /// Which live host holds a recording file: `.elsewhere` with its URL, `.here` when it is this
+    /// one, `.unowned` when no live host says it has it.
+    public func locateRecording(_ file: String) -> Resolution {
+        guard ClusterNames.isValid(file) else { return .unowned }
+        if condition.withLock({ recordingFiles.contains(file) }) { return .here }
+        let me = settings.node, nodes = nodesKey, prefix = settings.prefix
+        let result = ask { connection throws(RedisError) -> Resolution in
+            let found = try connection.command(["EVAL", Self.locateFileScript, "1", nodes, prefix, file])
+            guard let pair = found.elements, pair.count == 2, let owner = pair[0].text, let bytes = pair[1].bytes,
+                  let record = try? NodeRecord(json: bytes) else { return .unowned }
+            return owner == me ? .here : .elsewhere(node: owner, url: record.url)
+        }
+        switch result {
+        case .success(let resolution): return resolution
+        case .failure(let failure): return .unavailable(failure.reason)
+        }
+    }
+
     public func setDraining(_ on: Bool) {
         condition.withLock {
             draining = on
@@ -163,8 +213,30 @@ public final class ClusterCoordinator: @unchecked Sendable {
     public func resolve(room: String, place: Bool) -> Resolution {
         if isLocal(room) { return .here }
         guard ClusterNames.isValid(room) else { return .unowned }
+        // Redis came back empty a moment ago: wait (here, on the HTTP thread) until the hosts
+        // have claimed their open rooms again, then ask once more.
+        switch resolveOnce(room: room, place: place) {
+        case .settling(let remaining) where remaining <= settings.requestTimeout:
+            Thread.sleep(forTimeInterval: remaining.seconds)
+            if case .resolved(let resolution) = resolveOnce(room: room, place: place) { return resolution }
+            return .unavailable("Redis restarted empty: the hosts are still claiming their open rooms again")
+        case .settling:
+            return .unavailable("Redis restarted empty: the hosts are still claiming their open rooms again")
+        case .resolved(let resolution):
+            return resolution
+        }
+    }
+
+    private enum Attempt: Sendable {
+        case resolved(Resolution)
+        /// No room is placed for this long yet (`directoryGrace`).
+        case settling(Duration)
+    }
+
+    private func resolveOnce(room: String, place: Bool) -> Attempt {
         let me = settings.node, key = roomKey(room), prefix = nodeKeyPrefix, lease = String(settings.lease.milliseconds)
-        let result = ask { [self] connection throws(RedisError) -> Resolution in
+        let directory = directoryKey, grace = String(settings.directoryGrace.milliseconds)
+        let result = ask { [self] connection throws(RedisError) -> Attempt in
             func answer(owner: String, record: RedisReply?) -> Resolution {
                 if owner == me { return .here }
                 guard let bytes = record?.bytes, let node = try? NodeRecord(json: bytes) else { return .unowned }
@@ -172,25 +244,28 @@ public final class ClusterCoordinator: @unchecked Sendable {
             }
             let found = try connection.command(["EVAL", Self.lookupScript, "1", key, prefix])
             if let pair = found.elements, pair.count == 2, let owner = pair[0].text, pair[1] != .null {
-                return answer(owner: owner, record: pair[1])
+                return .resolved(answer(owner: owner, record: pair[1]))
             }
-            guard place else { return .unowned }
+            guard place else { return .resolved(.unowned) }
             guard let candidate = placementCandidate() else {
-                return .noPlacement("every host in the cluster is draining or at its room limit")
+                return .resolved(.noPlacement("every host in the cluster is draining or at its room limit"))
             }
-            let claimed = try connection.command(["EVAL", Self.claimScript, "1", key, candidate, lease, prefix])
+            let claimed = try connection.command(["EVAL", Self.claimScript, "2", key, directory, candidate, lease, prefix, grace])
+            if let pair = claimed.elements, pair.count == 2, pair[0] == .null, let wait = pair[1].integer {
+                return .settling(.milliseconds(max(1, wait)))
+            }
             guard let pair = claimed.elements, pair.count == 2, let owner = pair[0].text else {
                 throw .protocol("the claim script answered \(claimed)")
             }
-            if owner == candidate { condition.withLock { pending[candidate, default: 0] += 1 } }
+            if owner == candidate { condition.withLock { pending[candidate, default: [:]][room] = ContinuousClock.now } }
             let resolution = answer(owner: owner, record: pair[1])
             // Claimed for a node whose record lapsed between the two reads: serve it here rather
             // than send the client to a host that is gone; the next join re-places it.
-            return resolution == .unowned ? .here : resolution
+            return .resolved(resolution == .unowned ? .here : resolution)
         }
         switch result {
-        case .success(let resolution): return resolution
-        case .failure(let failure): return .unavailable(failure.reason)
+        case .success(let attempt): return attempt
+        case .failure(let failure): return .resolved(.unavailable(failure.reason))
         }
     }
 
@@ -218,6 +293,8 @@ public final class ClusterCoordinator: @unchecked Sendable {
     private var nodeKeyPrefix: String { settings.prefix + "node:" }
     private var nodesKey: String { settings.prefix + "nodes" }
     private func roomKey(_ room: String) -> String { settings.prefix + "room:" + room }
+    private var directoryKey: String { settings.prefix + "directory" }
+    private func filesKey(_ node: String) -> String { settings.prefix + "files:" + node }
 
     /// Runs `body` on the worker and waits for it.
     private func ask<T: Sendable>(evenAfterFailure: Bool = false, _ body: @escaping (RedisConnection) throws(RedisError) -> T) -> Result<T, ClusterFailure> {
@@ -275,8 +352,12 @@ public final class ClusterCoordinator: @unchecked Sendable {
     private func placementCandidate() -> String? {
         condition.lock()
         let others = view.filter { $0.name != settings.node }
-        let placed = pending
         let me = ownRecord()
+        var placed: [String: Int] = [:]
+        for (node, rooms) in pending {
+            let shown = Set((node == settings.node ? me : others.first { $0.name == node })?.rooms.map(\.name) ?? [])
+            placed[node] = rooms.keys.filter { !shown.contains($0) }.count
+        }
         condition.unlock()
         return Placement.choose(among: others + [me], pending: placed, model: settings.model)?.name
     }
@@ -321,8 +402,20 @@ public final class ClusterCoordinator: @unchecked Sendable {
     /// Redis took them.
     @discardableResult
     private func heartbeat(_ connection: RedisConnection) -> Bool {
-        let (record, rooms) = condition.withLock { (ownRecord(), Array(localRooms).sorted()) }
+        // A connection that was open may have been broken by a Redis restart: one more try on a
+        // new one, so that this host claims its rooms again now rather than a heartbeat later
+        // (`directoryGrace` counts on it).
+        if connection.isConnected, beat(connection, quietly: true) { return true }
+        return beat(connection, quietly: false)
+    }
+
+    private func beat(_ connection: RedisConnection, quietly: Bool) -> Bool {
+        let (record, rooms, files, filesKnown) = condition.withLock { (ownRecord(), Array(localRooms).sorted(), Array(recordingFiles), filesWritten) }
         do throws(RedisError) {
+            // First, so that the grace for claiming open rooms again starts from the first host
+            // that meets an empty directory.
+            let marked = try connection.command(["EVAL", Self.markDirectoryScript, "1", directoryKey, condition.withLock { sawDirectory } ? "1" : "0"])
+            if marked.integer == 0 { condition.withLock { sawDirectory = true } }
             let expiry = String(settings.nodeExpiry.milliseconds)
             let set = try connection.command([Array("SET".utf8), Array((nodeKeyPrefix + settings.node).utf8), record.json, Array("PX".utf8), Array(expiry.utf8)])
             if case .error(let reason) = set { throw .protocol(reason) }
@@ -343,16 +436,31 @@ public final class ClusterCoordinator: @unchecked Sendable {
                     }
                 }
             }
+            if !files.isEmpty {
+                // Written whole after a failure, or when Redis lost the set (restarted empty).
+                let present = try connection.command(["EXISTS", filesKey(settings.node)]).integer == 1
+                if !filesKnown || !present {
+                    _ = try connection.command(["SADD", filesKey(settings.node)] + files.sorted())
+                }
+            }
+            // A file held since the snapshot was neither queued nor written: the next beat writes it.
+            if !filesKnown { condition.withLock { filesWritten = recordingFiles.count == files.count } }
             let nodes = try readNodes(connection)
             condition.withLock {
                 view = nodes
-                pending = [:]
+                // A claim never opened lapses with its lease; then it no longer weighs.
+                let now = ContinuousClock.now
+                pending = pending.compactMapValues { rooms in
+                    let live = rooms.filter { now - $0.value < settings.lease }
+                    return live.isEmpty ? nil : live
+                }
             }
             noteReachable()
             return true
         } catch {
             connection.close()
-            noteFailure(error)
+            condition.withLock { filesWritten = false }
+            if !quietly { noteFailure(error) }
             return false
         }
     }
@@ -385,6 +493,7 @@ public final class ClusterCoordinator: @unchecked Sendable {
         do throws(RedisError) {
             for room in rooms { _ = try connection.command(["EVAL", Self.releaseScript, "1", roomKey(room), settings.node]) }
             _ = try connection.command(["DEL", nodeKeyPrefix + settings.node])
+            _ = try connection.command(["DEL", filesKey(settings.node)])
             _ = try connection.command(["SREM", nodesKey, settings.node])
         } catch {}
         connection.close()
@@ -402,15 +511,50 @@ public final class ClusterCoordinator: @unchecked Sendable {
 
     /// Claim-or-read: the owner when it is alive; else the room is claimed for ARGV[1] with a
     /// lease of ARGV[2] ms (taking it over from an owner whose record lapsed). Answers
-    /// `{owner, owner's record}`.
+    /// `{owner, owner's record}`; or `{nil, ms}` while the directory (KEYS[2], the server time
+    /// it was found empty) is younger than ARGV[4] ms: hosts may still be claiming their open
+    /// rooms again, so nothing is placed anew for `ms` more.
     static let claimScript = """
         local owner = redis.call('GET', KEYS[1])
         if owner then
             local record = redis.call('GET', ARGV[3] .. owner)
             if record then return {owner, record} end
         end
+        local since = tonumber(redis.call('GET', KEYS[2]) or '')
+        if since then
+            local time = redis.call('TIME')
+            local age = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) - since
+            if age < tonumber(ARGV[4]) then return {false, tonumber(ARGV[4]) - age} end
+        end
         redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
         return {ARGV[1], redis.call('GET', ARGV[3] .. ARGV[1])}
+        """
+
+    /// Marks the directory (KEYS[1]) when it is missing: with the server's time in ms when the
+    /// host had seen the mark before (ARGV[1] = 1: Redis lost its data, and hosts must claim
+    /// their open rooms again before any is placed), else with 0 (a new cluster: no grace).
+    /// Answers 0 when the mark was there, 1 when it set it.
+    static let markDirectoryScript = """
+        if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+        local since = 0
+        if ARGV[1] == '1' then
+            local time = redis.call('TIME')
+            since = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        end
+        redis.call('SET', KEYS[1], since)
+        return 1
+        """
+
+    /// The first live node (KEYS[1] the set of names, ARGV[1] the key prefix) whose set of files
+    /// holds ARGV[2]: `{node, record}`, or nil.
+    static let locateFileScript = """
+        for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+            local record = redis.call('GET', ARGV[1] .. 'node:' .. name)
+            if record and redis.call('SISMEMBER', ARGV[1] .. 'files:' .. name, ARGV[2]) == 1 then
+                return {name, record}
+            end
+        end
+        return false
         """
 
     /// Renews each room's lease while ARGV[1] owns it: 1 renewed, 2 re-claimed (it had lapsed, or

@@ -9,6 +9,8 @@ import FoundationNetworking
 final class HostHTTPClient: Sendable {
     struct Reply: Sendable {
         let status: Int
+        /// The URL that answered (after any redirect).
+        var url = ""
         let headers: [String: String]
         let body: [UInt8]
         var text: String { String(decoding: body, as: UTF8.self) }
@@ -77,7 +79,7 @@ final class HostHTTPClient: Sendable {
                 self.send(method, location, contentType: contentType, body: body, redirects: redirects + 1, completion: completion)
                 return
             }
-            completion(.success(Reply(status: response.statusCode, headers: headers, body: data.map { Array($0) } ?? [])))
+            completion(.success(Reply(status: response.statusCode, url: target, headers: headers, body: data.map { Array($0) } ?? [])))
         }.resume()
     }
 
@@ -97,6 +99,13 @@ final class HostHTTPClient: Sendable {
     }
 
     func cancelAll() { session.invalidateAndCancel() }
+
+    /// `http://HOST:PORT` of an absolute URL; nil for a path.
+    static func origin(of url: String) -> String? {
+        guard let parts = URLComponents(string: url), let scheme = parts.scheme, let host = parts.host else { return nil }
+        let shown = host.contains(":") ? "[\(host)]" : host
+        return "\(scheme)://\(shown)" + (parts.port.map { ":\($0)" } ?? "")
+    }
 }
 
 /// Refuses URLSession's own redirects: the 3xx answer itself is delivered.

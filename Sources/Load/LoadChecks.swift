@@ -24,6 +24,7 @@ struct LoadChecks {
     var all: [Check] {
         var checks = [joins, ownVoice, speakersHeard, audioArrives, audioLatency, loss]
         if options.video != nil { checks += [compositeArrives, slots, videoLatency] }
+        if options.rejoin { checks.append(rejoins) }
         return checks
     }
 
@@ -91,6 +92,16 @@ struct LoadChecks {
         }
         if judged == 0 { problems.append("no participant heard long enough to judge") }
         return named("everyone hears the \(limit) loudest speakers", problems, passed: "\(judged) listeners")
+    }
+
+    /// `--rejoin`: every transport that failed was replaced, media flowing again, before the
+    /// run ended (a participant that ran out of tries is in `joins`' failures too). The media
+    /// checks judge only what arrived, so the gaps are outside them.
+    var rejoins: Check {
+        let problems = results.compactMap(\.rejoinUnfinished)
+        let gaps = results.flatMap { $0.rejoins.map(\.gapMilliseconds) }
+        let detail = gaps.isEmpty ? "no transport failed" : "\(gaps.count) rejoins, gap median \(Int((Percentile.of(gaps, 0.5) ?? 0).rounded())) ms, longest \(Int((gaps.max() ?? 0).rounded())) ms"
+        return named("every failed transport rejoins with media flowing again", problems, passed: detail)
     }
 
     var audioArrives: Check {

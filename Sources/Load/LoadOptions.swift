@@ -13,6 +13,9 @@ public struct LoadOptions: Sendable, Equatable {
 
     /// The host's base URL, without a trailing slash (`http://127.0.0.1:8080`).
     public var url = "http://127.0.0.1:8080"
+    /// Every host of `--url` (a comma-separated list), `url` first: a rejoin (`--rejoin`) tries
+    /// them in turn.
+    public var urls = ["http://127.0.0.1:8080"]
     /// The URL's host part, as written (brackets removed from IPv6).
     public var host = "127.0.0.1"
     public var room = "load"
@@ -76,6 +79,18 @@ public struct LoadOptions: Sendable, Equatable {
     /// `--attack`: a hostile peer joins beside the guests and sends what a broken or hostile
     /// one would, while the guests' checks go on (`LoadAttacker`).
     public var attack = false
+    /// `--rejoin`: a participant whose transport fails (consent or DTLS lost, or nothing from
+    /// the host for `rejoinSilence`) joins again, same room and identity, through the hosts of
+    /// `urls` in turn, as a client of a cluster whose host died would.
+    public var rejoin = false
+    /// No RTP or RTCP from the host for this long is a failed transport (under `--rejoin`):
+    /// longer than `--blackout`'s 2 s, which is a network going dark, not a host gone.
+    public static let rejoinSilence: Duration = .seconds(3)
+    /// A rejoin's tries: at most this many, within this long of the failure, each after a wait
+    /// that doubles from the first to the last.
+    public static let rejoinAttempts = 12
+    public static let rejoinWindow: Duration = .seconds(30)
+    public static let rejoinBackoff: (first: Duration, last: Duration) = (.milliseconds(250), .seconds(1))
 
     public init() {}
 
@@ -85,7 +100,7 @@ public struct LoadOptions: Sendable, Equatable {
                             [--audio-levels on|off] [--decoders 2] [--report PATH|none] [--max-audio-latency 500ms]
                             [--max-video-latency 800ms] [--max-loss 2%] [--allow-remote] [--quiet]
                             [--loss 5%] [--burst 3] [--jitter 50ms] [--reorder 1%] [--seed 1] [--blackout 10s]
-                            [--record FOLDER] [--secret S] [--attack] [--simulcast]
+                            [--record FOLDER] [--secret S] [--attack] [--simulcast] [--rejoin]
         Synthetic participants join the room, send their tone and colour, check what they receive,
         and report: a table on standard output, and PATH.json and PATH.html (by default
         reports/tessera-load-YYYYMMDD-HHMMSS under the working directory; --report none writes
@@ -103,7 +118,12 @@ public struct LoadOptions: Sendable, Equatable {
         SDP and malformed HTTP; the run checks the host refused them while every other check held. --name=value works as well as --name value. Exit status 0 only when every
         check passed, 1 when a check failed, 2 for bad arguments. --simulcast sends each camera as Chrome
         does, in three layers (the --video size, half and a quarter, rids f, h and q), and reports
-        which layer the host decoded for each guest.
+        which layer the host decoded for each guest. --url takes a comma-separated list of hosts (one
+        cluster's); the run joins through the first. --rejoin: a participant whose transport fails
+        (ICE consent or DTLS lost, or 3 s without RTP or RTCP from the host) joins again, same room and
+        identity, through the hosts of --url in turn (the failed one last; following the 307 to the
+        room's owner), at most 12 tries within 30 s, 250 ms to 1 s apart; the report counts the rejoins and the gaps from the
+        last packet before the failure to the first after, and the checks judge media outside them.
         """
 
     /// Reads `tessera load`'s arguments (after the subcommand).
@@ -117,6 +137,7 @@ public struct LoadOptions: Sendable, Equatable {
             case "quiet": quiet = true; continue
             case "attack": attack = true; continue
             case "simulcast": simulcast = true; continue
+            case "rejoin": rejoin = true; continue
             default: break
             }
             guard let value = rest.popFirst() else { throw .missingValue(argument) }
@@ -202,10 +223,15 @@ public struct LoadOptions: Sendable, Equatable {
         if recordingsFolder != nil && video == nil { throw .badValue(option: "--record", value: recordingsFolder ?? "", why: "lip sync in the recording needs --video") }
         speakers = min(speakers, participants)
         decoders = video == nil ? 0 : min(decoders, participants)
-        let parsed = try Self.hostOfURL(url)
-        url = parsed.base
-        host = parsed.host
-        if !allowRemote && !Self.isLoopback(host) { throw .remoteRefused(host) }
+        var bases: [String] = []
+        for text in url.split(separator: ",", omittingEmptySubsequences: false) {
+            let parsed = try Self.hostOfURL(text.trimmingCharacters(in: .whitespaces))
+            if !allowRemote && !Self.isLoopback(parsed.host) { throw .remoteRefused(parsed.host) }
+            if bases.isEmpty { host = parsed.host }
+            bases.append(parsed.base)
+        }
+        urls = bases
+        url = bases.first ?? url
     }
 
     /// Room and identity names the host accepts.

@@ -70,6 +70,11 @@ final class LoadParticipant {
         /// composite against the onset heard in the mix, both on the host's clock through its
         /// sender reports (positive: lips late).
         var avOffsetMilliseconds: [Double] = []
+        /// The host of the first join's session, and each rejoin after a failed transport
+        /// (`--rejoin`); why it was still out at the end, if it was.
+        var firstHost: String?
+        var rejoins: [LoadReport.Rejoin] = []
+        var rejoinUnfinished: String?
     }
 
     let index: Int
@@ -179,6 +184,18 @@ final class LoadParticipant {
     /// Generation of the join, so an answer to an abandoned join is ignored.
     private var generation = 0
 
+    // `--rejoin`.
+    /// When the last RTP or RTCP came from the host (a transport that hears nothing for
+    /// `LoadOptions.rejoinSilence` has failed).
+    private var lastHeardAt: Instant?
+    /// A failed transport being replaced: when its media stopped, when that was noticed, why,
+    /// the tries so far and the last one's problem; nil while none is.
+    private var lost: (stoppedAt: Instant, noticedAt: Instant, reason: String, attempts: Int, problem: String?, host: String?)?
+    /// The host of the current join's session.
+    private var sessionHost: String?
+    /// Bumped to cancel a scheduled try.
+    private var rejoinToken = 0
+
     // Sending.
     private var audioSequence = UInt16.random(in: 0...UInt16.max)
     private var audioTimestamp = UInt32.random(in: 0...UInt32.max)
@@ -224,8 +241,8 @@ final class LoadParticipant {
 
     // MARK: Joining and leaving
 
-    /// Posts the offer; the answer comes back on the loop.
-    func join() {
+    /// Posts the offer (to `base`, or the run's `--url`); the answer comes back on the loop.
+    func join(via base: String? = nil) {
         guard state == .absent else { return }
         generation += 1
         let generation = self.generation
@@ -260,7 +277,7 @@ final class LoadParticipant {
         let path = "/v1/rooms/\(model.options.room)/participants?identity=\(identity)&name=Load%20\(index)"
         let loop = self.loop
         let confined = LoopConfined(self, on: loop)
-        http.send("POST", path, contentType: "application/sdp", body: body) { result in
+        http.send("POST", (base ?? "") + path, contentType: "application/sdp", body: body) { result in
             loop.execute { confined.value.answered(result, ice: ice, generation: generation) }
         }
     }
@@ -269,15 +286,19 @@ final class LoadParticipant {
         guard generation == self.generation, state == .posting, let socket else { return }
         let reply: HostHTTPClient.Reply
         switch result {
-        case .failure(let failure): return fail("POST: \(failure)")
+        case .failure(let failure): return failOrRetry("POST: \(failure)")
         case .success(let value): reply = value
         }
-        guard reply.status == 201 else { return fail("POST answered \(reply.status): \(reply.text.prefix(200))") }
+        guard reply.status == 201 else { return failOrRetry("POST answered \(reply.status): \(reply.text.prefix(200))") }
         let answer: ClientAnswer
         do { answer = try ClientAnswer(contentType: reply.headers["content-type"], location: reply.headers["location"], body: reply.body) } catch {
-            return fail("\(error)")
+            return failOrRetry("\(error)")
         }
         self.answer = answer
+        // In a cluster the session is named on the room's host; else it is the host asked.
+        sessionHost = HostHTTPClient.origin(of: answer.location) ?? HostHTTPClient.origin(of: reply.url)
+        if results.firstHost == nil { results.firstHost = sessionHost }
+        if let sessionHost { model.roomHost = sessionHost }
         let now = self.now
         do {
             let role: DTLSTransport.Role = answer.setup == .active ? .server : .client
@@ -288,7 +309,7 @@ final class LoadParticipant {
             transport = PeerTransport(ice: .controlling(agent), dtls: dtls, now: now)
             try loop.watch(fd: socket.fd) { [unowned self] in readSocket() }
         } catch {
-            return fail("transport: \(error)")
+            return failOrRetry("transport: \(error)")
         }
         hostAudio = answer.hostSSRCs["0"].map { SSRC($0) }
         hostVideo = answer.hostSSRCs["1"].map { SSRC($0) }
@@ -332,6 +353,12 @@ final class LoadParticipant {
     /// Leaves the room: DELETE (`answered` runs on the loop when the host has answered it, or
     /// at once if there was nothing to delete), then the transport closes.
     func leave(answered: (@Sendable () -> Void)? = nil) {
+        if let lost {
+            // Left (churn, or the run's end) while replacing a failed transport.
+            results.rejoinUnfinished = "\(identity): its transport failed (\(lost.reason)) at \(String(format: "%.1f", seconds(lost.stoppedAt - model.start))) s and \(lost.attempts) tries had not brought media back" + (lost.problem.map { " (last: \($0))" } ?? "")
+            self.lost = nil
+        }
+        rejoinToken += 1
         if let location = answer?.location {
             let loop = self.loop
             http.send("DELETE", location) { _ in
@@ -347,6 +374,65 @@ final class LoadParticipant {
     private func fail(_ why: String) {
         results.failures.append("\(identity): \(why)")
         tearDown()
+    }
+
+    /// A join that did not work: while replacing a failed transport (`--rejoin`), the next try;
+    /// else a failure, as without `--rejoin`.
+    private func failOrRetry(_ why: String) {
+        guard lost != nil else { return fail(why) }
+        tearDown()
+        lost?.problem = why
+        scheduleRejoin()
+    }
+
+    /// `--rejoin`: the transport failed (or went silent). The host may be gone: the session is
+    /// deleted if it is not (so that the identity is free), and the participant joins again,
+    /// same room and identity, through the hosts of `--url` in turn.
+    private func transportLost(_ why: String) {
+        let now = self.now
+        let stoppedAt = lastHeardAt ?? connectedAt ?? now
+        if let location = answer?.location { http.send("DELETE", location) { _ in } }
+        let failedHost = sessionHost
+        tearDown()
+        if let replacing = lost {
+            // A rejoin's transport that connected but brought no media: one more failed try of
+            // the same rejoin (its tries and time stay bounded), not a new one.
+            lost?.problem = why
+            lost?.host = failedHost ?? replacing.host
+        } else {
+            lost = (stoppedAt, now, why, 0, nil, failedHost)
+        }
+        scheduleRejoin()
+    }
+
+    /// The next try of a rejoin, after a wait that doubles (none before the first), while tries
+    /// and time are left; else the participant fails.
+    private func scheduleRejoin() {
+        guard let lost else { return }
+        let now = self.now
+        guard lost.attempts < LoadOptions.rejoinAttempts, now - lost.noticedAt < LoadOptions.rejoinWindow else {
+            self.lost = nil
+            return fail("transport failed (\(lost.reason)); \(lost.attempts) rejoins within \(LoadOptions.rejoinWindow) did not bring media back"
+                        + (lost.problem.map { " (last: \($0))" } ?? ""))
+        }
+        var wait = Duration.zero
+        if lost.attempts > 0 {
+            wait = LoadOptions.rejoinBackoff.first
+            for _ in 1..<lost.attempts where wait < LoadOptions.rejoinBackoff.last { wait = wait * 2 }
+            wait = min(wait, LoadOptions.rejoinBackoff.last)
+        }
+        rejoinToken += 1
+        let token = rejoinToken
+        loop.schedule(at: now + wait) { [unowned self] in
+            guard token == rejoinToken, state == .absent, var lost = self.lost else { return }
+            // The hosts in turn, the one whose transport failed last: it is the likeliest gone.
+            let others = model.options.urls.filter { $0 != lost.host }
+            let urls = others.isEmpty ? model.options.urls : others
+            let base = urls.isEmpty ? nil : urls[lost.attempts % urls.count]
+            lost.attempts += 1
+            self.lost = lost
+            join(via: base)
+        }
     }
 
     private func tearDown() {
@@ -376,6 +462,8 @@ final class LoadParticipant {
         }
         lastFrameArrival = nil
         lastFrameTimestamp = nil
+        lastHeardAt = nil
+        sessionHost = nil
         state = .absent
         generation += 1
     }
@@ -441,14 +529,23 @@ final class LoadParticipant {
                 results.joinMilliseconds.append(seconds(now - postedAt) * 1000)
                 model.sendingSince[index] = now
                 model.lastMembershipChange = now
-            case .rtp(let bytes): received(rtp: bytes, now: now)
-            case .rtcp(let bytes): received(rtcp: bytes)
+            case .rtp(let bytes):
+                lastHeardAt = now
+                received(rtp: bytes, now: now)
+            case .rtcp(let bytes):
+                lastHeardAt = now
+                received(rtcp: bytes)
             case .failed(let failure):
+                if lost != nil { return failOrRetry("transport failed: \(failure)") }
+                if model.options.rejoin && state == .connected { return transportLost("\(failure)") }
                 return fail("transport failed: \(failure)")
             case .iceConnected: break
             }
         }
         guard self.transport != nil else { return }
+        if let silentSince = silenceWatchedSince, now - silentSince >= LoadOptions.rejoinSilence {
+            return transportLost("nothing from the host for \(LoadOptions.rejoinSilence)")
+        }
         if var receiver {
             let streams = [audioStream] + camera.map(\.stream)
             for compound in receiver.pollRTCP(now: now, senderReports: { now in streams.compactMap { $0?.makeSenderReport(now: now) } }) {
@@ -464,8 +561,19 @@ final class LoadParticipant {
         for arrival in [network?.inbound.nextArrival, network?.outbound.nextArrival].compactMap({ $0 }) {
             due = due.map { min($0, arrival) } ?? arrival
         }
+        if let silentSince = silenceWatchedSince {
+            let deadline = silentSince + LoadOptions.rejoinSilence
+            due = due.map { min($0, deadline) } ?? deadline
+        }
         guard let due else { return }
         timer.arm(at: due)
+    }
+
+    /// `--rejoin`, connected: since when the host has been silent (its last packet, or the
+    /// moment the transport became secure).
+    private var silenceWatchedSince: Instant? {
+        guard model.options.rejoin, state == .connected else { return nil }
+        return lastHeardAt ?? connectedAt
     }
 
     private func flush() {
@@ -584,6 +692,13 @@ final class LoadParticipant {
         let reception = receiver.receive(packet, now: now)
         self.receiver = receiver
         guard case .media(let media) = reception else { return }
+        if let lost {
+            // Media flows again after a rejoin: the gap is over.
+            results.rejoins.append(LoadReport.Rejoin(failedAt: seconds(lost.stoppedAt - model.start), reason: lost.reason,
+                                                     host: sessionHost ?? "?", attempts: lost.attempts,
+                                                     gapMilliseconds: seconds(now - lost.stoppedAt) * 1000))
+            self.lost = nil
+        }
         if let blackout = model.blackout, now >= blackout.upperBound {
             let since = seconds(now - blackout.upperBound) * 1000
             if media.ssrc == hostAudio, results.audioRecoveryMilliseconds == nil { results.audioRecoveryMilliseconds = since }

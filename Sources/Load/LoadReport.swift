@@ -8,6 +8,20 @@ public struct LoadReport: Codable, Sendable {
         public var detail: String
     }
 
+    /// One rejoin after a failed transport (`--rejoin`).
+    public struct Rejoin: Codable, Sendable {
+        /// Seconds into the run when the old transport's media stopped (its last packet from
+        /// the host), and why it was given up.
+        public var failedAt: Double
+        public var reason: String
+        /// The host whose session it got (the owner, after any redirect), and the tries it took.
+        public var host: String
+        public var attempts: Int
+        /// From the last packet of the old transport to the first media packet of the new one:
+        /// what a user of the page would miss.
+        public var gapMilliseconds: Double
+    }
+
     public struct Participant: Codable, Sendable {
         public var identity: String
         public var speaker: Bool
@@ -52,6 +66,9 @@ public struct LoadReport: Codable, Sendable {
         /// width, as the host last said (`GET /v1/rooms/{room}`).
         public var cameraLayer: String?
         public var cameraDecodedWidth: Int?
+        /// The host its first join's session was on, and its rejoins (`--rejoin`).
+        public var firstHost: String? = nil
+        public var rejoins: [Rejoin]? = nil
     }
 
     /// One second of the run.
@@ -124,6 +141,11 @@ public struct LoadReport: Codable, Sendable {
         public var loadGeneratorCPUPerParticipant: Double
         /// What the load generator decoded, in words.
         public var decoding: String
+        /// `--rejoin`: rejoins after a failed transport, and their gaps (last packet before to
+        /// first media packet after), median and longest.
+        public var rejoins: Int? = nil
+        public var rejoinGapMillisecondsMedian: Double? = nil
+        public var rejoinGapMillisecondsMax: Double? = nil
     }
 
     public var url: String
@@ -170,6 +192,9 @@ public struct LoadReport: Codable, Sendable {
                 : "\(value(f.recordingAVOffsetMillisecondsMedian, " ms")) / \(value(f.recordingAVOffsetMillisecondsP95, " ms")) (\(f.recordingOnsetsMeasured ?? 0) onsets)"),
             ("mix concealed (packets never received), median", value(f.audioConcealedFractionMedian.map { $0 * 100 }, " %", digits: 2)),
             ("after the blackout: mix / composite back within", "\(value(f.audioRecoveryMillisecondsMax, " ms", digits: 0)) / \(value(f.videoRecoveryMillisecondsMax, " ms", digits: 0))"),
+            ("rejoins after a failed transport, gap median / longest", f.rejoins.map {
+                "\($0), \(value(f.rejoinGapMillisecondsMedian, " ms", digits: 0)) / \(value(f.rejoinGapMillisecondsMax, " ms", digits: 0))"
+            } ?? "-"),
             ("host CPU (cores)", value(f.hostCPU, digits: 3)),
             ("host CPU per participant", value(f.hostCPUPerParticipant.map { $0 * 100 }, " % of a core", digits: 2)),
             ("composite frames per second (host, every room)", value(f.compositeFramesPerSecond)),

@@ -33,6 +33,9 @@ final class LoadRoomModel {
     private(set) var recordingLayout: TemplateDescription?
     /// The last join or leave of any participant (the host's layout follows it).
     var lastMembershipChange: Instant
+    /// The host of the latest session any participant got (`http://HOST:PORT`): the room's
+    /// host, where the run reads the layout (in a cluster, and after a rejoin, not `--url`).
+    var roomHost: String?
     /// Every participant's mix, each distinct stream decoded once.
     let mixDecoding: SharedMixDecoding
     /// The window in which every participant's network is dark (`--blackout`).

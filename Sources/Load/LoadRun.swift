@@ -199,7 +199,7 @@ public final class LoadRun {
             loop.execute { confined.value.hostReadings.append((confined.value.seconds(loop.clock.now()), values)) }
         }
         if options.simulcast {
-            http.send("GET", "/v1/rooms/\(options.room)") { result in
+            http.send("GET", (model?.roomHost ?? "") + "/v1/rooms/\(options.room)") { result in
                 guard case .success(let reply) = result, reply.status == 200,
                       let room = try? JSONDecoder().decode(HostRoomCameras.self, from: Data(reply.body)) else { return }
                 // Merged, not replaced: at the end the guests leave one by one, and each keeps
@@ -208,7 +208,7 @@ public final class LoadRun {
             }
         }
         if options.video != nil {
-            http.send("GET", "/v1/rooms/\(options.room)/layout") { result in
+            http.send("GET", (model?.roomHost ?? "") + "/v1/rooms/\(options.room)/layout") { result in
                 guard case .success(let reply) = result, reply.status == 200,
                       let template = try? JSONDecoder().decode(TemplateDescription.self, from: Data(reply.body)) else { return }
                 loop.execute { confined.value.model?.layout = (template, loop.clock.now()) }
@@ -383,6 +383,12 @@ public final class LoadRun {
             cameraFramesDropped: options.video == nil ? nil : hostDelta(#"tessera_camera_frames{result="dropped"}"#),
             hostPacketsLost: hostDelta("tessera_packets_lost"),
             loadGeneratorCPU: loadCPU, loadGeneratorCPUPerParticipant: loadCPU / count, decoding: decoding)
+        if options.rejoin {
+            let gaps = results.flatMap { $0.rejoins.map(\.gapMilliseconds) }
+            figures.rejoins = gaps.count
+            figures.rejoinGapMillisecondsMedian = Percentile.of(gaps, 0.5)
+            figures.rejoinGapMillisecondsMax = gaps.max()
+        }
         var checks = LoadChecks(options: options, identities: participants.map(\.identity), results: results,
                                 audioLatencies: audioValues, videoLatencies: videoValues).all
         if let attacker { checks.append(attacker.check()) }
@@ -423,7 +429,8 @@ public final class LoadRun {
                 slotChecks: result.slotChecks, slotChecksPassed: result.slotChecksPassed,
                 audioLatencyMedianMilliseconds: Percentile.of(result.audioLatencies.map(\.milliseconds), 0.5),
                 videoLatencyMedianMilliseconds: Percentile.of(result.videoLatencies.map(\.milliseconds), 0.5),
-                cameraLayer: hostCameraLayers[participant.identity]?.layer, cameraDecodedWidth: hostCameraLayers[participant.identity]?.width)
+                cameraLayer: hostCameraLayers[participant.identity]?.layer, cameraDecodedWidth: hostCameraLayers[participant.identity]?.width,
+                firstHost: result.firstHost, rejoins: options.rejoin ? result.rejoins : nil)
         }
         let formatter = ISO8601DateFormatter()
         return LoadReport(url: options.url, room: options.room, startedAt: formatter.string(from: startedAt),

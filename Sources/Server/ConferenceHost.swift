@@ -32,6 +32,10 @@ public final class ConferenceHost: Sendable {
             cluster = ClusterCoordinator(settings: coordinator) { warning, event, fields in
                 log.log(warning ? .warning : .info, event, fields: fields)
             }
+            // The recordings already in the folder (an earlier run's, or a crashed one's): a GET
+            // of one at another host is sent here.
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: config.recordings.folder)) ?? []
+            cluster?.holdRecordings(files.filter { $0.hasSuffix(".webm") && !$0.hasPrefix(".") })
         }
         self.cluster = cluster
         media = try MediaHost(listen: TransportAddress(parsing: config.media.listen),

@@ -6,11 +6,14 @@ import Wire
 /// Coordinators of several nodes against one real redis-server, each test under its own key
 /// prefix. Heartbeats are run with `refreshNow()`, so nothing waits on the clock.
 @Suite(.serialized) struct ClusterCoordinatorTests {
-    func coordinator(_ node: String, _ server: RedisServer, prefix: String, cores: Int = 2) -> ClusterCoordinator {
+    /// No grace after an empty directory unless asked: these tests place rooms at once.
+    func coordinator(_ node: String, _ server: RedisServer, prefix: String, cores: Int = 2, grace: Duration = .zero,
+                     events: LoggedEvents? = nil) -> ClusterCoordinator {
         var settings = ClusterCoordinator.Settings(redis: server.url, node: node, url: "http://127.0.0.1:80\(node.utf8.first.map { Int($0) } ?? 0)")
         settings.prefix = prefix
         settings.cores = cores
-        let coordinator = ClusterCoordinator(settings: settings) { _, _, _ in }
+        settings.directoryGrace = grace
+        let coordinator = ClusterCoordinator(settings: settings) { _, event, _ in events?.add(event) }
         coordinator.start()
         return coordinator
     }
@@ -145,6 +148,110 @@ import Wire
         #expect(try redis.command(["GET", keys + "room:mine"]) == .string(Array("a".utf8)), "its lease is claimed again")
         #expect(try redis.command(["EXISTS", keys + "node:a"]) == .integer(1), "and its record written")
     }
+
+    /// Redis restarted without persistence: the directory is empty, and a join for a room that
+    /// is open on a arrives at b before a's next heartbeat. b must not place the room anew (a
+    /// second copy of the room on another host, a's lease lost); it waits until a has claimed it
+    /// again, then sends the join to a.
+    @Test func aRoomOpenOnAHostIsNotPlacedAnewWhileRedisComesBackEmpty() throws {
+        guard let server = RedisServer() else { print(RedisServer.missingReason ?? "redis-server did not start: skipped"); return }
+        let keys = prefix()
+        let events = LoggedEvents()
+        // A grace longer than any question waits: answered at once, not slept through.
+        let a = coordinator("a", server, prefix: keys, cores: 8, grace: .seconds(600), events: events)
+        let b = coordinator("b", server, prefix: keys, grace: .seconds(600))
+        defer { a.stop(); b.stop() }
+        #expect(a.refreshNow() && b.refreshNow())
+        // A new cluster: rooms are placed at once, this one on a, which has the most to spare.
+        #expect(a.resolve(room: "mine", place: true) == .here)
+        a.roomOpened("mine")
+        #expect(a.refreshNow())
+        server.kill()
+        guard let again = RedisServer(port: server.url.port) else { Issue.record("redis-server did not start again"); return }
+        // b's heartbeat meets the empty directory first; a's has not run yet, so b sees only
+        // itself and would place the room on itself.
+        #expect(b.refreshNow())
+        let redis = RedisConnection(url: again.url)
+        #expect(try redis.command(["EXISTS", keys + "directory"]) == .integer(1), "b marked the directory new")
+        if case .unavailable(let reason) = b.resolve(room: "mine", place: true) {
+            #expect(reason.contains("restarted"), "\(reason)")
+        } else {
+            Issue.record("a join for a room nobody has claimed yet waits for the hosts to claim theirs")
+        }
+        #expect(try redis.command(["GET", keys + "room:mine"]) == .null, "nothing placed it")
+        // a's next heartbeat claims its open room again; b now sends the join there.
+        #expect(a.refreshNow())
+        #expect(try redis.command(["GET", keys + "room:mine"]) == .string(Array("a".utf8)))
+        #expect(b.resolve(room: "mine", place: true) == .elsewhere(node: "a", url: a.settings.url))
+        #expect(a.refreshNow())
+        #expect(!events.all.contains("clusterLeaseLost"), "\(events.all)")
+        #expect(events.all.contains("clusterLeaseRestored"), "\(events.all)")
+    }
+
+    /// Two new rooms placed by one host with a heartbeat between them, before the first's node
+    /// has opened it: the second goes to the other node (the first still weighs on the node
+    /// chosen for it until its record shows it).
+    @Test func roomsPlacedBetweenHeartbeatsSpreadOverTheNodes() throws {
+        guard let server = RedisServer() else { print(RedisServer.missingReason ?? "redis-server did not start: skipped"); return }
+        let keys = prefix()
+        let a = coordinator("a", server, prefix: keys)
+        let b = coordinator("b", server, prefix: keys)
+        defer { a.stop(); b.stop() }
+        #expect(a.refreshNow() && b.refreshNow() && a.refreshNow())
+        func owner(_ resolution: ClusterCoordinator.Resolution) -> String? {
+            switch resolution {
+            case .here: "a"
+            case .elsewhere(let node, _): node
+            default: nil
+            }
+        }
+        let first = owner(a.resolve(room: "r1", place: true))
+        #expect(a.refreshNow() && b.refreshNow() && a.refreshNow())
+        let second = owner(a.resolve(room: "r2", place: true))
+        #expect(first != nil && second != nil && first != second, "r1 on \(first ?? "-"), r2 on \(second ?? "-")")
+    }
+
+    /// A new cluster (no host has seen its directory before) places rooms at once: the grace
+    /// is for a Redis that lost its data.
+    @Test func aNewClusterPlacesAtOnce() throws {
+        guard let server = RedisServer() else { print(RedisServer.missingReason ?? "redis-server did not start: skipped"); return }
+        let a = coordinator("a", server, prefix: prefix(), grace: .seconds(600))
+        defer { a.stop() }
+        #expect(a.refreshNow())
+        #expect(a.resolve(room: "first", place: true) == .here)
+    }
+
+    /// A recording file is found at the live host that holds it, also after Redis restarted
+    /// empty; a host that left holds nothing.
+    @Test func aRecordingIsLocatedAtTheLiveHostThatHoldsIt() throws {
+        guard let server = RedisServer() else { print(RedisServer.missingReason ?? "redis-server did not start: skipped"); return }
+        let keys = prefix()
+        let a = coordinator("a", server, prefix: keys)
+        let b = coordinator("b", server, prefix: keys)
+        defer { a.stop(); b.stop() }
+        a.holdRecordings(["earlier.webm"])
+        #expect(a.refreshNow() && b.refreshNow())
+        a.holdRecordings(["standup-1.webm"])  // a recording started after the first heartbeat
+        #expect(a.refreshNow())
+        #expect(b.locateRecording("earlier.webm") == .elsewhere(node: "a", url: a.settings.url))
+        #expect(b.locateRecording("standup-1.webm") == .elsewhere(node: "a", url: a.settings.url))
+        #expect(a.locateRecording("standup-1.webm") == .here)
+        #expect(b.locateRecording("nowhere.webm") == .unowned)
+        server.kill()
+        guard let again = RedisServer(port: server.url.port) else { Issue.record("redis-server did not start again"); return }
+        #expect(a.refreshNow() && b.refreshNow())
+        #expect(b.locateRecording("standup-1.webm") == .elsewhere(node: "a", url: a.settings.url), "written again after the restart")
+        a.stop()
+        #expect(b.locateRecording("standup-1.webm") == .unowned, "a host that left holds nothing")
+        _ = again
+    }
+}
+
+final class LoggedEvents: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [String] = []
+    func add(_ event: String) { lock.withLock { events.append(event) } }
+    var all: [String] { lock.withLock { events } }
 }
 
 final class LockedAnswers: @unchecked Sendable {

@@ -28,6 +28,19 @@ import WireTesting
         #expect(options.maxLossFraction == 0.01)
     }
 
+    @Test func rejoinTakesTheHostsOfACommaSeparatedURL() throws {
+        let options = try LoadOptions(arguments: ["--url", "http://127.0.0.1:8081, http://127.0.0.1:8082/", "--rejoin"])
+        #expect(options.rejoin)
+        #expect(options.url == "http://127.0.0.1:8081" && options.host == "127.0.0.1")
+        #expect(options.urls == ["http://127.0.0.1:8081", "http://127.0.0.1:8082"])
+        let plain = try LoadOptions(arguments: ["--url", "http://127.0.0.1:9000"])
+        #expect(!plain.rejoin && plain.urls == ["http://127.0.0.1:9000"])
+        #expect(throws: LoadOptionsError.remoteRefused("10.0.0.2")) {
+            try LoadOptions(arguments: ["--url", "http://127.0.0.1:8081,http://10.0.0.2:8082"])
+        }
+        #expect(throws: LoadOptionsError.self) { try LoadOptions(arguments: ["--url", "http://127.0.0.1:8081,"]) }
+    }
+
     @Test func theImpairmentOptionsMakeTheNetworkEachParticipantMeets() throws {
         let options = try LoadOptions(arguments: ["--loss", "5%", "--burst", "3", "--jitter", "50ms", "--reorder", "0.01", "--seed", "9"])
         let impairment = try #require(options.impairment)

@@ -1,3 +1,4 @@
+import Cluster
 import Compositing
 import Conference
 import Foundation
@@ -30,7 +31,7 @@ extension HostAPI {
         guard !FileManager.default.fileExists(atPath: path) else {
             return .error(409, "file exists", detail: "\(name) is already in the recordings folder")
         }
-        let rooms = self.rooms, events = self.events
+        let rooms = self.rooms, events = self.events, cluster = self.cluster
         return onLoop { () -> Result<Date, HTTPResponseError> in
             guard let hosted = rooms.value.rooms[room] else { return .failure(HTTPResponseError(404, "not found", "no room \(room)")) }
             let start: Date
@@ -38,6 +39,8 @@ extension HostAPI {
                 return .failure(HTTPResponseError(500, "recording", "\(error)"))
             }
             events.publish(RoomEvent(.recordingStarted, room: room, reason: name))
+            // In a cluster, a GET of the file at another host is sent here (a lock, no Redis).
+            cluster?.holdRecordings([name])
             return .success(start)
         }
         .response { start in .json(201, ["id": id, "file": name, "start": Self.timestamp(start)]) }
@@ -91,6 +94,7 @@ extension HostAPI {
         var status = stat()
         guard descriptor >= 0, fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
             if descriptor >= 0 { close(descriptor) }
+            if let cluster, let elsewhere = recordingElsewhere(cluster, file: file, request) { return elsewhere }
             return .error(404, "not found", detail: "no recording \(file)")
         }
         let size = UInt64(status.st_size)
@@ -108,6 +112,21 @@ extension HostAPI {
                                 body: Array(#"{"detail":"the range is outside the file","error":"range not satisfiable"}"#.utf8))
         }
         return response
+    }
+
+    /// A recording this host does not have, in a cluster: 307 to the live host that holds it
+    /// (same path and query), 503 when Redis cannot be asked; nil when no live host has it.
+    func recordingElsewhere(_ cluster: ClusterCoordinator, file: String, _ request: HTTPRequest) -> HTTPResponse? {
+        switch cluster.locateRecording(file) {
+        case .elsewhere(let node, let url):
+            return HTTPResponse.json(307, ["error": "elsewhere", "detail": "recording \(file) is on host \(node): repeat the request at Location", "node": node])
+                .adding(header: "Location", url + request.path + Self.queryString(request.query))
+        case .unavailable(let detail):
+            return HTTPResponse.error(503, "cluster unavailable", detail: "cannot tell which host has recording \(file): \(detail)")
+                .adding(header: "Retry-After", "2")
+        case .here, .unowned, .noPlacement:
+            return nil
+        }
     }
 
     /// What a `Range` header asks of a file of `size` bytes (RFC 9110 §14.1.2): one range of

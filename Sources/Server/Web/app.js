@@ -10,6 +10,7 @@ const state = {
   pc: null, location: null, pid: null, events: null, room: null, identity: null, local: null,
   recording: null, people: new Map(), received: [], admin: false, pinned: null, notHeard: new Set(),
   micMuted: false, cameraOff: false, share: null, pinTransceiver: null, poll: null, layout: null,
+  cluster: false, rejoins: 0, rejoining: false, disconnectedTimer: null, joinedAt: null,
 };
 
 $("identity").value ||= "guest-" + Math.random().toString(36).slice(2, 7);
@@ -36,7 +37,13 @@ function authHeaders() {
 async function api(method, path, body, type) {
   const headers = { ...authHeaders() };
   if (type) headers["Content-Type"] = type;
-  const response = await fetch(path, { method, headers, body });
+  let response = await fetch(withClusterToken(path), { method, headers, body });
+  if (response.status === 401 && response.redirected && headers.Authorization && !state.cluster) {
+    // Redirected to another host of a cluster, and the browser dropped Authorization on the way:
+    // from now on the token rides in the query too.
+    state.cluster = true;
+    response = await fetch(withClusterToken(path), { method, headers, body });
+  }
   if (!response.ok) {
     let reason = "", detail = "";
     try { ({ error: reason, detail } = await response.json()); } catch (_) { /* not JSON */ }
@@ -54,6 +61,18 @@ function explain(status, reason, detail) {
   if (status === 503 && reason === "room full") return `The room is full${why}. Try again when someone leaves.`;
   if (status === 503) return `The host cannot take this now${why}.`;
   return `${status} ${reason || "error"}${why}`;
+}
+
+// In a cluster a call may be redirected (307) to the room's host, another origin: browsers
+// drop the Authorization header on such a redirect, so the token goes in the query too
+// (docs/api.md, "Many hosts"). A join always sends it so (it may be the call redirected); the
+// calls after it do once the session turned out to be on another origin.
+function withClusterToken(path, always = false) {
+  const token = $("token").value.trim();
+  if (!token || !(always || state.cluster)) return path;
+  const url = new URL(path, location.href);
+  url.searchParams.set("token", token);
+  return url.origin === location.origin ? url.pathname + url.search : url.href;
 }
 
 // Browsers give camera and microphone only to secure pages: https://, or http:// on this machine.
@@ -208,59 +227,74 @@ async function join(event) {
   event?.preventDefault();
   const room = $("room").value.trim(), identity = $("identity").value.trim(), name = $("name").value.trim();
   message(insecurePage() ? $("message").textContent : "");
-  $("joinButton").disabled = true;
   try {
-    connection("connecting", "Connecting");
-    status("Asking for camera and microphone…");
-    const local = insecurePage() ? new MediaStream() : await localMedia();
-    state.local = local;
-    $("self").srcObject = local;
-    $("self").hidden = local.getVideoTracks().length === 0;
-
-    const pc = new RTCPeerConnection({ iceServers: [], bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" });
-    state.pc = pc;
-    // Microphone, then camera (each sends and receives: the mix and the composite come back on
-    // them), even without the device (receive only); then one receive-only video m-line for a
-    // pinned guest's camera (a subscription).
-    const audio = local.getAudioTracks()[0], video = local.getVideoTracks()[0];
-    pc.addTransceiver(audio ?? "audio", { direction: audio ? "sendrecv" : "recvonly", streams: [local] });
-    // The camera in three simulcast layers (RFC 8853), as the host asks: it decodes only the
-    // layer nearest the camera's tile in the composite (a grid of many takes the smallest).
-    pc.addTransceiver(video ?? "video", { direction: video ? "sendrecv" : "recvonly", streams: [local],
-                                          sendEncodings: video ? simulcastEncodings : undefined });
-    state.pinTransceiver = pc.addTransceiver("video", { direction: "recvonly" });
-    pc.ontrack = ({ track, transceiver }) => {
-      if (transceiver === state.pinTransceiver) $("pinnedVideo").srcObject = new MediaStream([track]);
-      else if (track.kind === "video") $("composite").srcObject = new MediaStream([track]);
-      else $("mix").srcObject = new MediaStream([track]);
-    };
-    pc.onconnectionstatechange = () => {
-      const now = pc.connectionState;
-      if (state.pc !== pc) return;
-      if (now === "connected") connection("connected", "Connected");
-      else if (now === "disconnected") connection("reconnecting", "Connection unstable…");
-      else if (now === "failed") recover(pc);
-      status(`Connection: ${now}`);
-    };
-
-    await pc.setLocalDescription(await pc.createOffer());
-    await gathered(pc);
-    status("Joining…");
-    const query = new URLSearchParams({ identity, ...(name ? { name } : {}) });
-    const response = await api("POST", `/v1/rooms/${room}/participants?${query}`, pc.localDescription.sdp, "application/sdp");
-    state.location = response.headers.get("Location");
-    state.pid = state.location?.split("/").pop() ?? null;
-    Object.assign(state, { room, identity, micMuted: false, cameraOff: false });
-    await pc.setRemoteDescription({ type: "answer", sdp: await response.text() });
-    followEvents(room);
-    await arrive(room);
-    status("Joined; connecting media…");
+    await enter(room, identity, name);
   } catch (error) {
     status("");
     message(`Could not join: ${error.message}`);
     connection("failed", "Not joined");
     await leave();
   }
+}
+
+// Joins: camera and microphone, the offer POSTed (through the host this page came from, which
+// redirects to the room's host in a cluster), the answer applied. Throws what went wrong.
+async function enter(room, identity, name) {
+  $("joinButton").disabled = true;
+  if (!state.rejoining) connection("connecting", "Connecting");   // a rejoin keeps showing "Reconnecting…"
+  status("Asking for camera and microphone…");
+  const local = insecurePage() ? new MediaStream() : await localMedia();
+  state.local = local;
+  $("self").srcObject = local;
+  $("self").hidden = local.getVideoTracks().length === 0;
+
+  const pc = new RTCPeerConnection({ iceServers: [], bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" });
+  state.pc = pc;
+  // Microphone, then camera (each sends and receives: the mix and the composite come back on
+  // them), even without the device (receive only); then one receive-only video m-line for a
+  // pinned guest's camera (a subscription).
+  const audio = local.getAudioTracks()[0], video = local.getVideoTracks()[0];
+  pc.addTransceiver(audio ?? "audio", { direction: audio ? "sendrecv" : "recvonly", streams: [local] });
+  // The camera in three simulcast layers (RFC 8853), as the host asks: it decodes only the
+  // layer nearest the camera's tile in the composite (a grid of many takes the smallest).
+  pc.addTransceiver(video ?? "video", { direction: video ? "sendrecv" : "recvonly", streams: [local],
+                                        sendEncodings: video ? simulcastEncodings : undefined });
+  state.pinTransceiver = pc.addTransceiver("video", { direction: "recvonly" });
+  pc.ontrack = ({ track, transceiver }) => {
+    if (transceiver === state.pinTransceiver) $("pinnedVideo").srcObject = new MediaStream([track]);
+    else if (track.kind === "video") $("composite").srcObject = new MediaStream([track]);
+    else $("mix").srcObject = new MediaStream([track]);
+  };
+  pc.onconnectionstatechange = () => {
+    const now = pc.connectionState;
+    if (state.pc !== pc) return;
+    clearTimeout(state.disconnectedTimer);
+    if (now === "connected") connection("connected", "Connected");
+    else if (now === "disconnected") {
+      connection("reconnecting", "Connection unstable…");
+      // Disconnected for long is as good as failed (the browser takes 30 s to say failed).
+      state.disconnectedTimer = setTimeout(() => state.pc === pc && pc.connectionState === "disconnected" && recover(pc),
+                                           disconnectedPatience);
+    } else if (now === "failed") recover(pc);
+    status(`Connection: ${now}`);
+  };
+
+  await pc.setLocalDescription(await pc.createOffer());
+  await gathered(pc);
+  status("Joining…");
+  const query = new URLSearchParams({ identity, ...(name ? { name } : {}) });
+  const response = await api("POST", withClusterToken(`/v1/rooms/${room}/participants?${query}`, true), pc.localDescription.sdp,
+                              "application/sdp");
+  state.location = response.headers.get("Location");
+  // A session on another origin: this room is on another host of a cluster.
+  state.cluster = !!state.location && new URL(state.location, location.href).origin !== location.origin;
+  state.joinedAt = Date.now();
+  state.pid = state.location?.split("/").pop() ?? null;
+  Object.assign(state, { room, identity, micMuted: false, cameraOff: false });
+  await pc.setRemoteDescription({ type: "answer", sdp: await response.text() });
+  followEvents(room);
+  await arrive(room);
+  status("Joined; connecting media…");
 }
 
 // What one who joins late should see at once: who is there, the layout, a recording running;
@@ -324,10 +358,13 @@ function waitFor(condition, ms) {
   });
 }
 
+/** How long the connection may stay `disconnected` before the page recovers it. */
+const disconnectedPatience = 4000;
+
 // A failed connection (the network changed, or dropped for a while) restarts ICE by
 // renegotiation: an offer with new credentials PATCHed to the session. When the host refuses it
-// (it no longer knows the session) or it does not bring the connection back within 10 s, the
-// page leaves and joins again.
+// (it no longer knows the session), cannot be reached (it died), or it does not bring the
+// connection back within 10 s, the page joins again (`rejoin`).
 async function recover(pc) {
   if (state.recovering || state.pc !== pc) return;
   state.recovering = true;
@@ -339,16 +376,46 @@ async function recover(pc) {
     connection("connected", "Connected");
     status("Connection: connected (restored)");
   } catch (error) {
-    connection("reconnecting", "Joining again…");
-    status(`Connection lost (${error.message}): joining again…`);
-    await leave();
-    $("join").requestSubmit();
+    await rejoin(error.message);
   } finally {
     state.recovering = false;
   }
 }
 
+// Joins again, same room and identity, through the host this page was loaded from: in a
+// cluster it redirects the join to the room's host, and places the room anew once a dead
+// host's lease has lapsed (within 5 s). Bounded: 8 tries within 40 s, 0.5 s to 4 s apart.
+async function rejoin(reason) {
+  const room = state.room, identity = state.identity, name = $("name").value.trim();
+  const started = Date.now();
+  state.rejoining = true;
+  try {
+    await leave();
+    for (let attempt = 1, wait = 500; attempt <= 8 && Date.now() - started < 40000; attempt++, wait = Math.min(wait * 2, 4000)) {
+      connection("reconnecting", `Reconnecting… (try ${attempt})`);
+      status(`Connection lost (${reason}): joining again, try ${attempt}…`);
+      try {
+        await enter(room, identity, name);
+        state.rejoins += 1;
+        log(`joined again after ${((Date.now() - started) / 1000).toFixed(1)} s (try ${attempt})`);
+        return true;
+      } catch (error) {
+        reason = error.message;
+        await leave();
+        connection("reconnecting", `Reconnecting… (try ${attempt + 1})`);
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+    connection("failed", "Not joined");
+    message(`Could not join again: ${reason}`);
+    return false;
+  } finally {
+    state.rejoining = false;
+  }
+}
+
 async function leave() {
+  clearTimeout(state.disconnectedTimer);
   if (state.location) { try { await api("DELETE", state.location); } catch (_) { /* already gone */ } }
   state.events?.close();
   clearInterval(state.poll);
@@ -368,7 +435,7 @@ async function leave() {
   $("roomTitle").textContent = "";
   $("joinButton").disabled = false;
   for (const id of ["leaveButton", "micButton", "cameraButton", "shareButton"]) $(id).disabled = true;
-  if ($("connection").dataset.state !== "failed") connection("idle", "Not joined");
+  if ($("connection").dataset.state !== "failed" && !state.rejoining) connection("idle", "Not joined");
 }
 
 // --- Your microphone, camera and screen ---------------------------------------------------
