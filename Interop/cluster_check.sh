@@ -19,5 +19,5 @@ fi
 command -v redis-server >/dev/null || { echo "cluster: redis-server is missing (scripts/setup.sh test installs it)"; echo "cluster: 0 passed, 1 failed"; exit 1; }
 PYTHON="$REPO/.venv/bin/python"
 [ -x "$PYTHON" ] || PYTHON=python3
-# Bounded: the checks wait at most about 2 minutes in all.
-exec timeout 300 "$PYTHON" "$HERE/cluster_check.py" "$@"
+# Bounded: the checks wait at most about 3 minutes in all.
+exec timeout 420 "$PYTHON" "$HERE/cluster_check.py" "$@"
