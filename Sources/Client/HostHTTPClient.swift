@@ -103,6 +103,10 @@ public final class HostHTTPClient: Sendable {
     }
 
     public func cancelAll() { session.invalidateAndCancel() }
+
+    /// Lets the requests under way finish, then lets the session go (a client made for one
+    /// peer's life, such as an edge's pull, must not keep its session after).
+    public func finishAndInvalidate() { session.finishTasksAndInvalidate() }
 }
 
 /// Refuses URLSession's own redirects: the 3xx answer itself is delivered.

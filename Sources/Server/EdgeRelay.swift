@@ -336,6 +336,7 @@ final class UpstreamPull {
         guard !done else { return }
         done = true
         if let location = answer?.location { http.send("DELETE", location) { _ in } }
+        http.finishAndInvalidate()
         tearDown()
     }
 
