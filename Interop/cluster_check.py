@@ -15,7 +15,7 @@ viewer cascade on three fresh hosts: an owner o and two edge hosts e1 and e2 (`"
 an aiortc guest at o sends a red picture and a 440 Hz tone; at each edge an aiortc viewer decodes
 the composite (red at its centre) and hears the tone in the mix, and `tessera view` viewers count
 composite frames and mix packets; the owner counts one viewer per edge; an edge stops pulling
-about 10 s after its last viewer left. Prints the
+about 10 s after its last viewer left; when the owner is killed, the edge ends its viewers. Prints the
 figures docs/cluster.md gives (time to re-place a room, redirect overhead on join time) and
 `cluster: N passed, N failed`; exits non-zero when anything failed. Every wait is bounded.
 
@@ -356,6 +356,20 @@ def cascade(cluster):
                   pulling == [1.0, 1.0] and len(stopped) == 2 and all(9 <= t <= 12.5 for t in stopped.values()), f"pulls {pulling}, stopped after {stopped}")
             gone = wait_until(lambda: (lambda r: r[0] == 200 and json.loads(r[2]).get("viewers") == 0)(request("GET", f"{url_of('o')}/v1/rooms/{room}")), 5)
             check("cascade: the owner's viewers of the room are gone with the pulls", bool(gone))
+
+            # The owner dies while an edge serves viewers: the edge ends them (the pull goes
+            # silent) within seconds, long before ICE consent would lapse.
+            view = await asyncio.create_subprocess_exec(cluster.tessera, "view", "--url", url_of("e1"), "--room", room, "--viewers", "2",
+                                                        "--duration", "25s", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            views.append(view)
+            watching = await asyncio.to_thread(wait_until, lambda: metric("e1", "tessera_edge_viewers") == 2.0 and metric("e1", "tessera_edge_pulls") == 1.0, 10)
+            cluster.hosts["o"].kill()
+            killed = time.monotonic()
+            ended = await asyncio.to_thread(wait_until, lambda: metric("e1", "tessera_edge_viewers") == 0.0 and metric("e1", "tessera_edge_pulls") == 0.0, 15)
+            elapsed = round(time.monotonic() - killed, 1)
+            figures["cascade: kill -9 of the owner to the edge's viewers ended, s"] = elapsed
+            check("cascade: kill -9 of the owner: the edge ends its viewers' sessions within about 5 s (its pull went silent)",
+                  bool(watching) and bool(ended) and elapsed <= 8, f"watching {bool(watching)}, ended after {elapsed} s")
         finally:
             for view in views:
                 if view.returncode is None:

@@ -17,6 +17,9 @@ import Wire
 /// - Viewers' PLI and FIR go upstream as the edge's own PLI, at most one per `keyFrameInterval`
 ///   whoever asks (RFC 4585 §6.3.1; the owner's composite pacer does the same for its viewers).
 /// - The pull starts with the first viewer and stops `linger` after the last one leaves.
+/// - A pull that brings nothing for `silenceTimeout` has lost its owner (the owner sends the
+///   composite at its frame rate and the mix every 20 ms to every viewer): it ends, as on a BYE,
+///   long before ICE consent would lapse (30 s, RFC 7675 §5.1).
 ///
 /// Bytes and time in, `Output`s out; it reads no clock and does no I/O.
 public struct ViewerRelay {
@@ -112,6 +115,8 @@ public struct ViewerRelay {
     /// At most one key frame asked of the owner per this, however many viewers ask (the owner's
     /// own composite pacer's interval).
     public static let defaultKeyFrameInterval: Duration = .milliseconds(500)
+    /// No packet from the owner for this long: the pull has lost it.
+    public static let defaultSilenceTimeout: Duration = .seconds(5)
     /// Regular sender reports to each viewer (RFC 3550 §6.2, about once a second).
     static let reportInterval: Duration = .seconds(1)
     /// The composite's resend budget per viewer is reckoned on this bit rate (the main encoding
@@ -120,6 +125,7 @@ public struct ViewerRelay {
 
     public let room: String
     public let linger: Duration
+    public let silenceTimeout: Duration
     public private(set) var pullState = PullState.idle
     private var viewers: [String: Viewer] = [:]
     private var upstream: Upstream?
@@ -128,6 +134,8 @@ public struct ViewerRelay {
     /// as every viewer has its own host SSRC for the same composite).
     private var keyFramePacer: KeyFrameRequestPacer
     private var lingerDeadline: Instant?
+    /// When the pull last brought a packet (or connected).
+    private var lastFromOwner: Instant?
     private var nextReportAt: Instant?
     private var outputs: [Output] = []
     private var generator: SplitMix64
@@ -144,9 +152,11 @@ public struct ViewerRelay {
     static let internalSSRC = SSRC(rawValue: 1)
 
     public init(room: String, wallClock: NTPClockMapping, seed: UInt64, linger: Duration = ViewerRelay.defaultLinger,
-                keyFrameInterval: Duration = ViewerRelay.defaultKeyFrameInterval) {
+                keyFrameInterval: Duration = ViewerRelay.defaultKeyFrameInterval,
+                silenceTimeout: Duration = ViewerRelay.defaultSilenceTimeout) {
         self.room = room
         self.linger = linger
+        self.silenceTimeout = silenceTimeout
         self.wallClock = wallClock
         generator = SplitMix64(seed: seed)
         keyFramePacer = KeyFrameRequestPacer(mediaSSRC: Self.internalSSRC, minimumInterval: keyFrameInterval)
@@ -235,6 +245,7 @@ public struct ViewerRelay {
         guard pullState == .starting else { return }
         pullState = .connected
         self.upstream = upstream
+        lastFromOwner = now
         var receiver = PeerReceiver(localSSRC: upstream.localSSRC, cname: "tessera-edge", reducedSize: true,
                                     seed: UInt64.random(in: 1...UInt64.max, using: &generator), now: now)
         if let audio = upstream.audio { receiver.add(.init(mediaSSRC: audio, clockRate: 48_000, isVideo: false, nack: false)) }
@@ -254,6 +265,7 @@ public struct ViewerRelay {
         upstream = nil
         receiver = nil
         lingerDeadline = nil
+        lastFromOwner = nil
         for (id, viewer) in viewers.sorted(by: { $0.key < $1.key }) {
             // RFC 3550 §6.6: its streams end; then its transport closes.
             let sources = [viewer.streams.video?.ssrc, viewer.streams.audio?.ssrc].compactMap { $0 }
@@ -275,6 +287,7 @@ public struct ViewerRelay {
         }
         let reception = receiver.receive(packet, now: now)
         self.receiver = receiver
+        if reception != .unknownSource { lastFromOwner = now }
         guard case .media(let media) = reception else {
             pollUpstreamRTCP(now: now)
             return
@@ -309,12 +322,17 @@ public struct ViewerRelay {
     // MARK: Time
 
     public mutating func handleTimeout(now: Instant) {
+        if pullState == .connected, let last = lastFromOwner, now - last >= silenceTimeout {
+            pullEnded(reason: "nothing from the owner for \(silenceTimeout)", now: now)
+            return
+        }
         if let deadline = lingerDeadline, now >= deadline {
             lingerDeadline = nil
             if viewers.isEmpty, pullState != .idle {
                 pullState = .idle
                 upstream = nil
                 receiver = nil
+                lastFromOwner = nil
                 outputs.append(.stopPull)
             }
         }
@@ -326,7 +344,7 @@ public struct ViewerRelay {
     }
 
     public var nextTimeout: Instant? {
-        var due = [lingerDeadline, nextReportAt, receiver?.nextTimeout].compactMap { $0 }
+        var due = [lingerDeadline, nextReportAt, receiver?.nextTimeout, lastFromOwner.map { $0 + silenceTimeout }].compactMap { $0 }
         if pullState == .connected, let paced = keyFramePacer.nextTimeout { due.append(paced) }
         return due.min()
     }

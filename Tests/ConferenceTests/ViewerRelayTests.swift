@@ -151,19 +151,35 @@ import WireTesting
 
     @Test func thePullStopsTenSecondsAfterTheLastViewerLeaves() {
         var relay = Self.connected()
+        var clock: UInt64 = 0, sequence: UInt16 = 0
+        // Time goes on to `ms`; the owner's mix keeps coming, a packet a second (a silent pull
+        // would end on its own). Answers whether the pull was stopped meanwhile.
+        func advance(to ms: UInt64) -> Bool {
+            var stopped = false
+            while clock + 1000 <= ms {
+                clock += 1000
+                sequence += 1
+                relay.receiveUpstreamRTP(Self.audio(sequence, timestamp: UInt32(clock) * 48), now: .milliseconds(clock))
+                relay.handleTimeout(now: .milliseconds(clock))
+                stopped = relay.takeOutputs().contains(.stopPull) || stopped
+            }
+            relay.handleTimeout(now: .milliseconds(ms))
+            return relay.takeOutputs().contains(.stopPull) || stopped
+        }
+        #expect(!advance(to: 5000))
         relay.removeViewer("a", now: .milliseconds(5000))
+        #expect(!advance(to: 6000))
         relay.removeViewer("b", now: .milliseconds(6000))
-        relay.handleTimeout(now: .milliseconds(15_999))
-        #expect(!relay.takeOutputs().contains(.stopPull))
         #expect(relay.nextTimeout.map { $0 <= .milliseconds(16000) } == true)
         // One comes back within the linger: the pull goes on, no new one.
+        #expect(!advance(to: 10000))
         relay.addViewer("c", streams: Self.streams(3), now: .milliseconds(10000))
-        relay.handleTimeout(now: .milliseconds(16000))
-        let outputs = relay.takeOutputs()
-        #expect(!outputs.contains(.stopPull) && !outputs.contains(.startPull) && relay.pullState == .connected)
+        #expect(!relay.takeOutputs().contains(.startPull))
+        #expect(!advance(to: 16000) && relay.pullState == .connected)
+        #expect(!advance(to: 20000))
         relay.removeViewer("c", now: .milliseconds(20000))
-        relay.handleTimeout(now: .milliseconds(30000))
-        #expect(relay.takeOutputs().contains(.stopPull))
+        #expect(!advance(to: 29999), "9.999 s after the last viewer left")
+        #expect(advance(to: 30000), "10 s after")
         #expect(relay.pullState == .idle && relay.isIdle)
         // The next viewer starts a new pull.
         relay.addViewer("d", streams: Self.streams(4), now: .milliseconds(40000))
@@ -188,6 +204,18 @@ import WireTesting
         let bye = (try? RTCPPacket.serializeCompound([.goodbye(Goodbye(sources: [Self.ownerVideo]))])) ?? []
         other.receiveUpstreamRTCP(bye, now: .milliseconds(2000))
         #expect(other.takeOutputs().contains(.endViewer("x", reason: "the owner ended the room's stream")))
+    }
+
+    @Test func aPullThatBringsNothingForFiveSecondsHasLostItsOwner() {
+        var relay = Self.connected()
+        relay.receiveUpstreamRTP(Self.video(1, timestamp: 0, keyFrame: true), now: .milliseconds(1000))
+        relay.handleTimeout(now: .milliseconds(5999))
+        #expect(relay.pullState == .connected, "4.999 s of silence: still the owner's")
+        #expect(relay.nextTimeout.map { $0 <= .milliseconds(6000) } == true)
+        _ = relay.takeOutputs()
+        relay.handleTimeout(now: .milliseconds(6000))
+        let ended = relay.takeOutputs().compactMap { if case .endViewer(let id, _) = $0 { id } else { nil } }
+        #expect(ended == ["a", "b"] && relay.isIdle)
     }
 
     @Test func mutatedAndTruncatedInputHarmsNothing() {
