@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // Tessera: a conference MCU host. One module per layer; a lower layer never imports a higher one:
-//   C* system libraries, Wire  <  RTP, SDP, Sockets, Cluster  <  Media  <  Streams, Transport, Compositing  <  Conference  <  Server, Load  <  tessera
+//   C* system libraries, Wire  <  RTP, SDP, Sockets, Cluster  <  Media  <  Streams, Transport, Compositing  <  Client, Conference  <  Server, Load  <  tessera
 import PackageDescription
 
 /// A system-library target: a modulemap plus a shim header of `static inline` wrappers for the
@@ -61,10 +61,14 @@ let package = Package(
         // leases, all Redis I/O on one worker thread. Knows nothing of rooms' media.
         .target(name: "Cluster", dependencies: ["Wire", "CHiredis"]),
         // The host: rooms, mixes, the composite, the HTTP API, config.
-        .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Sockets", "Media", "Compositing", "Conference", "Cluster", "CMicroHTTPD"],
+        .target(name: "Server", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Client", "Sockets", "Media", "Compositing", "Conference", "Cluster", "CMicroHTTPD"],
                 resources: [.copy("Web")]),
+        // Tessera's stack in the client role: the offer a client writes and the answer it reads
+        // (ClientOffer/ClientAnswer), and the host's HTTP API as a client calls it. Used by
+        // `tessera load` and by an edge host pulling a room from its owner (docs/cluster.md).
+        .target(name: "Client", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport"]),
         // tessera load: synthetic participants in the client role, their checks and the report.
-        .target(name: "Load", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Sockets", "Media", "Compositing"]),
+        .target(name: "Load", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Client", "Sockets", "Media", "Compositing"]),
         .executableTarget(name: "tessera", dependencies: ["Wire", "Server", "Load", "Sockets", "RTP", "SDP", "Transport", "Media", "Compositing", "Conference", "Compose"]),
 
         // Seeded mutation of valid messages, shared by every parser's robustness test.
@@ -82,10 +86,10 @@ let package = Package(
         .testTarget(name: "SeedExamplesTests", dependencies: ["Compositing", "Media", "Wire"]),
         .testTarget(name: "ComposeTests", dependencies: ["Compose", "Compositing", "Media", "Wire", "WireTesting"]),
         .testTarget(name: "SocketsTests", dependencies: ["Sockets", "Transport", "Wire"]),
-        .testTarget(name: "LoadTests", dependencies: ["Load", "Media", "Compositing", "WireTesting"]),
-        .testTarget(name: "ConferenceTests", dependencies: ["Conference", "Compositing", "Media", "RTP", "SDP", "Streams", "Transport", "Load", "Wire", "WireTesting", "MediaTesting"]),
+        .testTarget(name: "LoadTests", dependencies: ["Load", "Client", "Media", "Compositing", "WireTesting"]),
+        .testTarget(name: "ConferenceTests", dependencies: ["Conference", "Compositing", "Media", "RTP", "SDP", "Streams", "Transport", "Client", "Load", "Wire", "WireTesting", "MediaTesting"]),
         .testTarget(name: "ClusterTests", dependencies: ["Cluster", "Wire", "WireTesting"]),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "Sockets", "Load", "Compositing", "Conference", "WireTesting", "MediaTesting"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Sockets", "Client", "Load", "Compositing", "Conference", "WireTesting", "MediaTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

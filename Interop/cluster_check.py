@@ -13,7 +13,12 @@ its room goes on, /metrics says so, --exit-when-drained exits 0 after its last r
 a room's owner, then the room placed anew on a live host; `tessera load --rejoin` through a
 kill -9 of its room's owner (every participant rejoins on a live host, every check passes
 outside the gap); Redis stopped (owned rooms still
-served, others 503 "cluster unavailable") and restarted (caught up); SIGUSR1 drains. Prints the
+served, others 503 "cluster unavailable") and restarted (caught up); SIGUSR1 drains. Then the
+viewer cascade on three fresh hosts: an owner o and two edge hosts e1 and e2 (`"edge": true`);
+an aiortc guest at o sends a red picture and a 440 Hz tone; at each edge an aiortc viewer decodes
+the composite (red at its centre) and hears the tone in the mix, and `tessera view` viewers count
+composite frames and mix packets; the owner counts one viewer per edge; an edge stops pulling
+about 10 s after its last viewer left; when the owner is killed, the edge ends its viewers. Prints the
 figures docs/cluster.md gives (time to re-place a room, redirect overhead on join time) and
 `cluster: N passed, N failed`; exits non-zero when anything failed. Every wait is bounded.
 
@@ -133,13 +138,13 @@ class Cluster:
             self.redis.kill()
             self.redis.wait(10)
 
-    def start_host(self, node, extra=()):
+    def start_host(self, node, extra=(), edge=False):
         config = {
             "http": {"listen": f"127.0.0.1:{NODES[node]}"},
             "media": {"listen": f"127.0.0.1:{NODES[node] + 43000}", "tcpListen": "off"},
             "limits": {"decodeWorkers": 1},
             "recordings": {"folder": os.path.join(self.tmp, f"recordings-{node}")},
-            "cluster": {"redis": f"redis://127.0.0.1:{REDIS_PORT}", "node": node, "url": url_of(node)},
+            "cluster": {"redis": f"redis://127.0.0.1:{REDIS_PORT}", "node": node, "url": url_of(node), "edge": edge},
         }
         path = os.path.join(self.tmp, f"{node}.json")
         with open(path, "w") as f:
@@ -159,6 +164,16 @@ class Cluster:
     def alive(self, node):
         process = self.hosts.get(node)
         return process is not None and process.poll() is None
+
+    def stop_hosts(self, nodes):
+        for node in nodes:
+            process = self.hosts.get(node)
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
 
     def stop_all(self):
         for process in self.hosts.values():
@@ -354,13 +369,172 @@ def page_rejoin_failover(cluster, tmp, figures):
         log.close()
 
 
+CASCADE = {"o": 8084, "e1": 8085, "e2": 8086}
+RED = (230, 30, 30)
+
+
+def cascade(cluster):
+    """One owner and two edge hosts serve a room's viewers (docs/cluster.md, "Viewers at edge hosts")."""
+    NODES.update(CASCADE)
+    if not check("cascade: the owner o starts", cluster.start_host("o")):
+        return
+    try:
+        import asyncio
+        import numpy as np
+        sys.path.insert(0, HERE)
+        sys.dont_write_bytecode = True
+        import echo_aiortc as E  # patches aioice's host addresses to 127.0.0.1
+        from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpSender, RTCSessionDescription
+        from aiortc.mediastreams import MediaStreamError
+    except ImportError as error:
+        check("cascade: aiortc", False, f"aiortc missing ({error}): scripts/setup.sh test installs it into .venv")
+        return
+
+    room = "cascade"
+
+    async def consume(track, into):
+        while True:
+            try:
+                frame = await track.recv()
+            except MediaStreamError:
+                return
+            if track.kind == "video":
+                into["frames"] = into.get("frames", 0) + 1
+                if into["frames"] % 5 == 0:
+                    img = frame.to_ndarray(format="rgb24")
+                    h, w = img.shape[0], img.shape[1]
+                    into["centre"] = [int(v) for v in np.median(img[h // 2 - 20:h // 2 + 20, w // 2 - 30:w // 2 + 30].reshape(-1, 3), axis=0)]
+            else:
+                data = frame.to_ndarray()
+                mono = data[0] if frame.format.is_planar else data.reshape(-1)[::len(frame.layout.channels)]
+                into.setdefault("audio", []).append(mono.astype(np.float64) / 32768.0)
+                into["audio"] = into["audio"][-100:]
+                into["rate"] = frame.sample_rate
+
+    def tone_share(into, hz=440.0):
+        chunks = into.get("audio", [])[-50:]
+        if not chunks:
+            return 0.0
+        x = np.concatenate(chunks)
+        if len(x) < 9600:
+            return 0.0
+        spec = np.abs(np.fft.rfft(x * np.hanning(len(x)))) ** 2
+        spec[0] = 0
+        freqs = np.fft.rfftfreq(len(x), 1.0 / into.get("rate", 48000))
+        return float(spec[(freqs > hz - 12) & (freqs < hz + 12)].sum()) / (float(spec.sum()) or 1e-30)
+
+    async def run():
+        guest = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        at = guest.addTransceiver(E.ToneTrack(440.0), direction="sendonly")
+        vt = guest.addTransceiver(E.ColorTrack(RED, 320, 240, 15), direction="sendonly")
+        at.setCodecPreferences([c for c in RTCRtpSender.getCapabilities("audio").codecs if c.mimeType.lower() == "audio/opus"])
+        vt.setCodecPreferences([c for c in RTCRtpSender.getCapabilities("video").codecs if c.mimeType.lower() in ("video/vp8", "video/rtx")])
+        viewers, views = [], []
+        try:
+            await guest.setLocalDescription(await guest.createOffer())
+            status, final, _, data, _ = await asyncio.to_thread(follow, "POST", f"{url_of('o')}/v1/rooms/{room}/participants?identity=guest",
+                                                                  guest.localDescription.sdp.encode(), {"Content-Type": "application/sdp"})
+            if not check("cascade: the guest joins at o and the room is placed there", status == 201 and node_of(final) == "o",
+                         f"{status} at {final}: {data[:200]!r}"):
+                return
+            await guest.setRemoteDescription(RTCSessionDescription(sdp=data.decode(), type="answer"))
+            started = all([await asyncio.to_thread(cluster.start_host, e, (), True) for e in ("e1", "e2")])
+            if not check("cascade: the edge hosts e1 and e2 start (\"edge\": true)", started):
+                return
+            # tessera view viewers at both edges (they count composite frames and mix packets).
+            for e in ("e1", "e2"):
+                views.append(await asyncio.create_subprocess_exec(cluster.tessera, "view", "--url", url_of(e), "--room", room, "--viewers", "3",
+                                                                  "--duration", "14s", stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+            # One aiortc viewer at each edge decodes the composite and the mix.
+            for e in ("e1", "e2"):
+                pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+                pc.addTransceiver("audio", direction="recvonly")
+                vt = pc.addTransceiver("video", direction="recvonly")
+                vt.setCodecPreferences([c for c in RTCRtpSender.getCapabilities("video").codecs if c.mimeType.lower() in ("video/vp8", "video/rtx")])
+                into = {}
+                pc.on("track", lambda track, into=into: asyncio.ensure_future(consume(track, into)))
+                await pc.setLocalDescription(await pc.createOffer())
+                status, got, data = await asyncio.to_thread(request, "POST", f"{url_of(e)}/v1/rooms/{room}/viewers", pc.localDescription.sdp.encode(),
+                                                            {"Content-Type": "application/sdp"})
+                check(f"cascade: a viewer at edge {e} is answered there (201, Location on {e}), not redirected",
+                      status == 201 and got.get("location", "").startswith(url_of(e) + f"/v1/rooms/{room}/viewers/"),
+                      f"{status} {got.get('location')}: {data[:200]!r}")
+                if status == 201:
+                    await pc.setRemoteDescription(RTCSessionDescription(sdp=data.decode(), type="answer"))
+                viewers.append((e, pc, into, got.get("location", "")))
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                if all(v[2].get("centre") and max(abs(a - b) for a, b in zip(v[2]["centre"], RED)) <= 70 and tone_share(v[2]) > 0.05 for v in viewers):
+                    break
+                await asyncio.sleep(0.3)
+            for e, _, into, _ in viewers:
+                centre = into.get("centre")
+                check(f"cascade: the aiortc viewer at {e} decodes the composite with the guest's colour at its centre",
+                      bool(centre) and max(abs(a - b) for a, b in zip(centre, RED)) <= 70, f"{into.get('frames', 0)} frames, centre {centre}")
+                share = tone_share(into)
+                check(f"cascade: the aiortc viewer at {e} hears the guest's 440 Hz tone in the mix", share > 0.05, f"share {share:.3f}")
+            status, _, data = await asyncio.to_thread(request, "GET", f"{url_of('o')}/v1/rooms/{room}")
+            shown = json.loads(data) if status == 200 else {}
+            check("cascade: the owner counts one viewer per edge (GET /v1/rooms/{room}: viewers 2), whatever the edges serve",
+                  shown.get("viewers") == 2, f"{status} viewers {shown.get('viewers')}")
+            served = [metric(e, "tessera_edge_viewers") for e in ("e1", "e2")]
+            check("cascade: each edge serves its 4 viewers (tessera_edge_viewers)", served == [4.0, 4.0], f"{served}")
+            for e, view in zip(("e1", "e2"), views):
+                out, _ = await asyncio.wait_for(view.communicate(), 40)
+                check(f"cascade: tessera view's 3 viewers at {e} connect and count composite frames and mix packets",
+                      view.returncode == 0, out.decode(errors="replace")[-400:])
+            # The aiortc viewers leave (DELETE at the edge): the edges' last viewers are gone.
+            for e, pc, _, location in viewers:
+                status = (await asyncio.to_thread(request, "DELETE", location))[0] if location else 0
+                check(f"cascade: DELETE of the viewer at {e}: 204 from the edge", status == 204, f"{status}")
+                await pc.close()
+            left = time.monotonic()
+            pulling = [metric(e, "tessera_edge_pulls") for e in ("e1", "e2")]
+            stopped = {}
+            while time.monotonic() - left < 16 and len(stopped) < 2:
+                for e in ("e1", "e2"):
+                    if e not in stopped and metric(e, "tessera_edge_pulls") == 0.0:
+                        stopped[e] = round(time.monotonic() - left, 1)
+                await asyncio.sleep(0.25)
+            figures["cascade: pull stopped after the last viewer left, s"] = stopped
+            check("cascade: each edge pulls on for the linger, then stops about 10 s after its last viewer left",
+                  pulling == [1.0, 1.0] and len(stopped) == 2 and all(9 <= t <= 12.5 for t in stopped.values()), f"pulls {pulling}, stopped after {stopped}")
+            gone = wait_until(lambda: (lambda r: r[0] == 200 and json.loads(r[2]).get("viewers") == 0)(request("GET", f"{url_of('o')}/v1/rooms/{room}")), 5)
+            check("cascade: the owner's viewers of the room are gone with the pulls", bool(gone))
+
+            # The owner dies while an edge serves viewers: the edge ends them (the pull goes
+            # silent) within seconds, long before ICE consent would lapse.
+            view = await asyncio.create_subprocess_exec(cluster.tessera, "view", "--url", url_of("e1"), "--room", room, "--viewers", "2",
+                                                        "--duration", "25s", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            views.append(view)
+            watching = await asyncio.to_thread(wait_until, lambda: metric("e1", "tessera_edge_viewers") == 2.0 and metric("e1", "tessera_edge_pulls") == 1.0, 10)
+            cluster.hosts["o"].kill()
+            killed = time.monotonic()
+            ended = await asyncio.to_thread(wait_until, lambda: metric("e1", "tessera_edge_viewers") == 0.0 and metric("e1", "tessera_edge_pulls") == 0.0, 15)
+            elapsed = round(time.monotonic() - killed, 1)
+            figures["cascade: kill -9 of the owner to the edge's viewers ended, s"] = elapsed
+            check("cascade: kill -9 of the owner: the edge ends its viewers' sessions within about 5 s (its pull went silent)",
+                  bool(watching) and bool(ended) and elapsed <= 8, f"watching {bool(watching)}, ended after {elapsed} s")
+        finally:
+            for view in views:
+                if view.returncode is None:
+                    view.kill()
+            for _, pc, _, _ in viewers:
+                await pc.close()
+            await guest.close()
+
+    asyncio.run(run())
+
+
+figures = {}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tessera", default=os.path.join(REPO, ".build/debug/tessera"))
     args = parser.parse_args()
     tmp = tempfile.mkdtemp(prefix="tessera-cluster.")
     cluster = Cluster(args.tessera, tmp)
-    figures = {}
     try:
         if not check("redis-server starts (persistence off)", cluster.start_redis()):
             return
@@ -525,6 +699,10 @@ def main():
         # SIGUSR1 drains as POST /v1/drain does.
         cluster.hosts[survivor].send_signal(signal.SIGUSR1)
         check("SIGUSR1 drains (tessera_cluster_draining 1)", bool(wait_until(lambda: metric(survivor, "tessera_cluster_draining") == 1.0, 5)))
+
+        # The viewer cascade, on fresh hosts: the others go first (their records with them).
+        cluster.stop_hosts(list(NODES))
+        cascade(cluster)
     finally:
         cluster.stop_all()
         for name, value in figures.items():

@@ -1,3 +1,4 @@
+import Client
 import Foundation
 import Compositing
 import Sockets

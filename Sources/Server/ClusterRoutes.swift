@@ -20,10 +20,14 @@ extension HostAPI {
     /// nobody owns it and the call does not open rooms); else the answer: 307 to the owner, or
     /// 503 when the owner cannot be known. An HTTP thread waits here (at most the coordinator's
     /// request timeout), never the media loop.
-    func clusterAnswer(_ cluster: ClusterCoordinator, _ request: HTTPRequest, room: String, places: Bool) -> HTTPResponse? {
+    /// With `edgeViewer` (a composite viewer's join at an edge host), a room owned elsewhere
+    /// is served here from the owner's stream (`joinAtEdge`) rather than redirected.
+    func clusterAnswer(_ cluster: ClusterCoordinator, _ request: HTTPRequest, room: String, places: Bool, edgeViewer: Bool = false) -> HTTPResponse? {
         switch cluster.resolve(room: room, place: places) {
         case .here, .unowned:
             return nil
+        case .elsewhere(_, let url) where edgeViewer:
+            return joinAtEdge(room: room, ownerURL: url, request)
         case .elsewhere(let node, let url):
             let location = url + request.path + Self.queryString(request.query)
             return HTTPResponse.json(307, ["error": "elsewhere", "detail": "room \(room) is on host \(node): repeat the request (same method and body) at Location",

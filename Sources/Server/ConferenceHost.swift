@@ -52,7 +52,8 @@ public final class ConferenceHost: Sendable {
             log.warning("testingFaults", ["detail": "deliberate faults for tests are on: \(config.testing.faults.map(\.rawValue).sorted().joined(separator: ", "))"])
         }
         let api = HostAPI(media: media, limits: config.limits, secret: config.auth.secret, video: config.video,
-                          recordingsFolder: config.recordings.folder, faults: config.testing.faults, cluster: cluster, log: log)
+                          recordingsFolder: config.recordings.folder, faults: config.testing.faults, cluster: cluster,
+                          edge: config.cluster?.edge ?? false, log: log)
         self.api = api
         do {
             http = try HTTPServer(listen: listen, maxBodyBytes: config.http.maxBodyBytes,
@@ -98,6 +99,7 @@ public final class ConferenceHost: Sendable {
         api.events.closeAll()
         http.stop()
         api.finishRecordings()
+        api.stopEdgeRelays()  // their pulls are DELETEd at the owners
         cluster?.stop()  // the record and the leases go now, so the rooms can be re-placed at once
         media.stop()
         log.info("stopped")

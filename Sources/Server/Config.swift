@@ -135,12 +135,15 @@ public struct HostConfig: Sendable, Equatable {
         public var node: String
         /// How clients reach this host (`http://HOST:PORT`, or `https://…`): redirects point here.
         public var url: String
-        /// An edge host for cascaded viewers: not built yet, so only `false` is taken.
+        /// An edge host for cascaded viewers: a composite viewer (`POST …/viewers`) of a room
+        /// another host owns is served here, from one pull of the room from its owner, instead of
+        /// being redirected (docs/cluster.md, "Viewers at edge hosts").
         public var edge = false
-        public init(redis: String, node: String, url: String) {
+        public init(redis: String, node: String, url: String, edge: Bool = false) {
             self.redis = redis
             self.node = node
             self.url = url
+            self.edge = edge
         }
     }
 
@@ -319,7 +322,6 @@ public struct HostConfig: Sendable, Equatable {
             guard ClusterNames.isValidURL(cluster.url) else {
                 throw bad("cluster.url", "must be how clients reach this host: http://HOST:PORT or https://HOST:PORT, with no path")
             }
-            guard !cluster.edge else { throw bad("cluster.edge", "edge hosts (cascaded viewers) are not built yet: leave it out or false") }
         }
         if let impair = testing.impair {
             guard (0...1).contains(impair.loss) else { throw bad("testing.impair.loss", "must be a fraction 0…1, not \(impair.loss)") }

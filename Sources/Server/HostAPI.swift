@@ -30,11 +30,15 @@ public final class HostAPI: Sendable {
     let cluster: ClusterCoordinator?
     /// Set by SIGUSR1 or `POST /v1/drain`: no new room opens here; the open ones go on.
     let drain = DrainState()
+    /// On an edge host (`cluster.edge`): the relays of rooms other hosts own, by room; nil
+    /// elsewhere. Touched only on the media loop.
+    let edges: LoopConfined<EdgeRelays>?
 
     init(media: MediaHost, limits: HostConfig.Limits, secret: String?, video: HostConfig.Video = HostConfig.Video(),
-         recordingsFolder: String = "recordings", faults: Set<HostConfig.Testing.Fault> = [], cluster: ClusterCoordinator? = nil, log: HostLog) {
+         recordingsFolder: String = "recordings", faults: Set<HostConfig.Testing.Fault> = [], cluster: ClusterCoordinator? = nil, edge: Bool = false, log: HostLog) {
         self.media = media
         self.cluster = cluster
+        edges = cluster != nil && edge ? LoopConfined(EdgeRelays(), on: media.loop) : nil
         self.log = log
         let events = RoomEventHub(log: log)
         self.events = events
@@ -141,8 +145,14 @@ public final class HostAPI: Sendable {
             guard let path = route.match(segments) else { continue }
             let grant = route.grant(path, request)
             if let refused = authorize(request, grant) { return refused }
+            if edges != nil, route.method == "DELETE", route.pattern.count == 5, route.pattern[3] == "viewers",
+               let answer = leaveEdgeViewer(room: path.room, id: path.id) {
+                return answer
+            }
             if let cluster, !path.room.isEmpty,
-               let elsewhere = clusterAnswer(cluster, request, room: path.room, places: route.method == "POST" && route.pattern.last == "participants") {
+               let elsewhere = clusterAnswer(cluster, request, room: path.room, places: route.method == "POST" && route.pattern.last == "participants",
+                                             edgeViewer: edges != nil && route.method == "POST" && route.pattern.last == "viewers"
+                                                 && request.query["participant"] == nil) {
                 return elsewhere
             }
             return route.handle(self, request, path)

@@ -18,7 +18,7 @@ extension HostAPI {
         .response { snapshot in
             // The process's own figures are read here, on the HTTP thread: reading /proc has no
             // business on the media loop.
-            .text(200, MetricsSnapshot.prometheusText(MetricsSnapshot.processMetrics() + snapshot.metrics + clusterMetrics()),
+            .text(200, MetricsSnapshot.prometheusText(MetricsSnapshot.processMetrics() + snapshot.metrics + clusterMetrics() + edgeMetrics()),
                   contentType: "text/plain; version=0.0.4")
         }
     }

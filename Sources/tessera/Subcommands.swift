@@ -58,6 +58,22 @@ let benchCommand = Subcommand(name: "bench", summary: "measure per-packet and pe
 let loadCommand = Subcommand(name: "load", summary: "synthetic participants load a host and check what they receive",
                              usage: LoadOptions.usage)
 
+let viewCommand = Subcommand(name: "view", summary: "composite viewers (WHEP) of one room that count what they receive", usage: """
+    usage: tessera view [--url http://127.0.0.1:8080] [--room load] [--viewers 10] [--duration 30s] [--join-rate 20] [--token T]
+    Joins N composite viewers (POST /v1/rooms/{room}/viewers, recvonly) at the host, each a real
+    WebRTC peer of Tessera's client stack on its own UDP port; they count the composite's frames
+    and the mix's packets (they decode nothing, so a hundred fit on one core), leave after the
+    duration, and print one line per figure. Exits 0 when every viewer connected and received
+    composite frames and mix packets. The room must exist (or be owned by another host of the
+    cluster, when --url is an edge host: docs/cluster.md).
+      --url URL        the host (an edge host of a cluster serves viewers of rooms others own)
+      --room NAME      the room (default load)
+      --viewers N      how many viewers, 1 to 500 (default 10)
+      --duration D     how long they watch: 30s, 2m (default 30s)
+      --join-rate R    joins per second (default 20)
+      --token T        a join token for the room (hosts with auth on)
+    """, valued: ["url", "room", "viewers", "duration", "join-rate", "token"])
+
 let versionCommand = Subcommand(name: "version", summary: "print Tessera's version and the linked libraries' versions", usage: """
     usage: tessera version
     Prints Tessera's version, then the version of each C library it is linked with.
@@ -78,7 +94,7 @@ let certCommand = Subcommand(name: "cert", summary: "write a self-signed HTTPS c
       --days N      how long it is valid (default 90; browsers refuse over 398)
     """, valued: ["host", "out", "days"])
 
-let subcommands = [serveCommand, loadCommand, tokenCommand, certCommand, composeCommand, benchCommand, versionCommand, helpCommand]
+let subcommands = [serveCommand, loadCommand, viewCommand, tokenCommand, certCommand, composeCommand, benchCommand, versionCommand, helpCommand]
 
 /// `tessera help` and a bare `tessera`: every command with its summary.
 var overview: String {

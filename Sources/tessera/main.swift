@@ -138,6 +138,28 @@ func compose(_ arguments: ArraySlice<String>) {
     }
 }
 
+func view(_ arguments: ArraySlice<String>) -> Never {
+    let given = viewCommand.parse(ArraySlice(splitEquals(arguments)))
+    guard let viewers = Int(given["viewers"] ?? "10"), (1...500).contains(viewers) else { viewCommand.fail("--viewers takes 1 to 500") }
+    guard let seconds = parseDuration(given["duration"] ?? "30s"), seconds <= 86_400 else { viewCommand.fail("--duration takes a duration like 30s or 2m") }
+    guard let rate = Double(given["join-rate"] ?? "20"), rate > 0, rate <= 1000 else { viewCommand.fail("--join-rate takes joins per second, up to 1000") }
+    let url = given["url"] ?? "http://127.0.0.1:8080"
+    guard url.hasPrefix("http://") || url.hasPrefix("https://") else { viewCommand.fail("--url is http://HOST:PORT or https://HOST:PORT") }
+    let room = given["room"] ?? "load"
+    guard HostAPI.isValidName(room) else { viewCommand.fail("--room is 1 to 64 of A-Z a-z 0-9 - _ .") }
+    let swarm = ViewerSwarm(options: .init(url: url, room: room, viewers: viewers, duration: .seconds(seconds), joinRate: rate, token: given["token"]))
+    let results: [ViewerSwarm.Result]
+    do { results = try swarm.run() } catch { abort("view", "\(error)") }
+    let connected = results.filter(\.connected).count
+    let frames = results.map(\.videoFrames).sorted()
+    let audio = results.map(\.audioPackets).sorted()
+    print("view: viewers \(viewers), connected \(connected)")
+    print("view: composite frames per viewer: min \(frames.first ?? 0), median \(frames[frames.count / 2]), max \(frames.last ?? 0)")
+    print("view: mix packets per viewer: min \(audio.first ?? 0), median \(audio[audio.count / 2]), max \(audio.last ?? 0)")
+    for failure in results.compactMap(\.failure).prefix(10) { print("view: \(failure)") }
+    exit(connected == viewers && (frames.first ?? 0) > 0 && (audio.first ?? 0) > 0 ? 0 : 1)
+}
+
 func load(_ arguments: ArraySlice<String>) -> Never {
     if arguments.contains("--help") || arguments.contains("-h") { loadCommand.printUsage() }
     let options: LoadOptions
@@ -210,6 +232,7 @@ case "bench": runBenchmarks(benchCommand.parse(arguments).operands)
 case "token": token(arguments)
 case "cert": cert(arguments)
 case "load": load(arguments)
+case "view": view(arguments)
 case "compose": compose(arguments)
 case "version", "--version": printVersions(arguments)
 case "help", "-h", "--help": help(arguments)

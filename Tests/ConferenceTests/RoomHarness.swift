@@ -1,3 +1,4 @@
+import Client
 import Compositing
 import Conference
 import Load

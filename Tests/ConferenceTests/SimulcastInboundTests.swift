@@ -1,3 +1,4 @@
+import Client
 @testable import Conference
 import Load
 import Media

@@ -30,12 +30,14 @@ import Wire
         #expect(try load("{}").cluster == nil, "no cluster: a host alone, as before")
         let config = try load(#"{"cluster": {"redis": "redis://127.0.0.1:6379", "node": "a", "url": "http://127.0.0.1:8081", "edge": false}}"#)
         #expect(config.cluster == HostConfig.Cluster(redis: "redis://127.0.0.1:6379", node: "a", url: "http://127.0.0.1:8081"))
+        let edge = try load(#"{"cluster": {"redis": "redis://127.0.0.1:6379", "node": "e", "url": "http://127.0.0.1:8082", "edge": true}}"#)
+        #expect(edge.cluster?.edge == true, "an edge host serves viewers of rooms other hosts own")
         let bad: [(String, String)] = [
             (#"{"cluster": {"redis": "http://x:1", "node": "a", "url": "http://127.0.0.1:8081"}}"#, "cluster.redis"),
             (#"{"cluster": {"redis": "redis://x:99999", "node": "a", "url": "http://127.0.0.1:8081"}}"#, "cluster.redis"),
             (#"{"cluster": {"redis": "redis://x", "node": "a b", "url": "http://127.0.0.1:8081"}}"#, "cluster.node"),
             (#"{"cluster": {"redis": "redis://x", "node": "a", "url": "http://127.0.0.1:8081/v1"}}"#, "cluster.url"),
-            (#"{"cluster": {"redis": "redis://x", "node": "a", "url": "http://127.0.0.1:8081", "edge": true}}"#, "cluster.edge"),
+            (#"{"cluster": {"redis": "redis://x", "node": "a", "url": "http://127.0.0.1:8081", "edge": "yes"}}"#, "edge"),
             (#"{"cluster": {"redis": "redis://x", "node": "a", "url": "http://h:1", "nodes": 3}}"#, "nodes"),
             (#"{"cluster": {"redis": "redis://x", "url": "http://h:1"}}"#, "node"),
         ]

@@ -1,3 +1,4 @@
+import Client
 import Sockets
 import Foundation
 import Load

@@ -4,21 +4,28 @@ import Wire
 import FoundationNetworking
 #endif
 
-/// The host's HTTP API from the load generator: requests go out on URLSession's threads (libcurl
-/// underneath), and each answer is handed to `deliver`, which the run points at its event loop.
-final class HostHTTPClient: Sendable {
-    struct Reply: Sendable {
-        let status: Int
+/// The host's HTTP API from a client (the load generator; an edge host pulling a room from its
+/// owner): requests go out on URLSession's threads (libcurl underneath), and each answer is
+/// handed to `deliver`, which the caller points at its event loop.
+public final class HostHTTPClient: Sendable {
+    public struct Reply: Sendable {
+        public let status: Int
         /// The URL that answered (after any redirect).
-        var url = ""
-        let headers: [String: String]
-        let body: [UInt8]
-        var text: String { String(decoding: body, as: UTF8.self) }
+        public var url: String
+        public let headers: [String: String]
+        public let body: [UInt8]
+        public init(status: Int, url: String = "", headers: [String: String], body: [UInt8]) {
+            self.status = status
+            self.url = url
+            self.headers = headers
+            self.body = body
+        }
+        public var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    enum Failure: Error, CustomStringConvertible {
+    public enum Failure: Error, CustomStringConvertible {
         case transport(String)
-        var description: String {
+        public var description: String {
             switch self {
             case .transport(let why): why
             }
@@ -26,13 +33,13 @@ final class HostHTTPClient: Sendable {
     }
 
     /// The token a request carries (`Authorization: Bearer`), by method and path; nil: none.
-    typealias Credentials = @Sendable (_ method: String, _ path: String) -> String?
+    public typealias Credentials = @Sendable (_ method: String, _ path: String) -> String?
 
-    let base: String
+    public let base: String
     private let session: URLSession
     private let credentials: Credentials?
 
-    init(base: String, credentials: Credentials? = nil) {
+    public init(base: String, credentials: Credentials? = nil) {
         self.base = base
         self.credentials = credentials
         let configuration = URLSessionConfiguration.ephemeral
@@ -44,9 +51,9 @@ final class HostHTTPClient: Sendable {
     }
 
     /// How many 307/308 redirects one call follows (a cluster needs one).
-    static let maximumRedirects = 3
+    public static let maximumRedirects = 3
 
-    func send(_ method: String, _ path: String, contentType: String? = nil, body: [UInt8]? = nil, redirects: Int = 0,
+    public func send(_ method: String, _ path: String, contentType: String? = nil, body: [UInt8]? = nil, redirects: Int = 0,
               completion: @escaping @Sendable (Result<Reply, Failure>) -> Void) {
         // A path, or a URL in full: in a cluster a join's session is named on its host
         // (docs/cluster.md), which may not be `base`. URLSession follows 307s itself.
@@ -84,7 +91,7 @@ final class HostHTTPClient: Sendable {
     }
 
     /// Sends and waits at most `timeout` for the answer (for the run's start and end, off the loop).
-    func sendAndWait(_ method: String, _ path: String, timeout: Duration = .seconds(10)) -> Result<Reply, Failure> {
+    public func sendAndWait(_ method: String, _ path: String, timeout: Duration = .seconds(10)) -> Result<Reply, Failure> {
         let box = ResultBox()
         let done = DispatchSemaphore(value: 0)
         send(method, path) { result in
@@ -98,10 +105,14 @@ final class HostHTTPClient: Sendable {
         return result
     }
 
-    func cancelAll() { session.invalidateAndCancel() }
+    public func cancelAll() { session.invalidateAndCancel() }
+
+    /// Lets the requests under way finish, then lets the session go (a client made for one
+    /// peer's life, such as an edge's pull, must not keep its session after).
+    public func finishAndInvalidate() { session.finishTasksAndInvalidate() }
 
     /// `http://HOST:PORT` of an absolute URL; nil for a path.
-    static func origin(of url: String) -> String? {
+    public static func origin(of url: String) -> String? {
         guard let parts = URLComponents(string: url), let scheme = parts.scheme, let host = parts.host else { return nil }
         let shown = host.contains(":") ? "[\(host)]" : host
         return "\(scheme)://\(shown)" + (parts.port.map { ":\($0)" } ?? "")
