@@ -19,6 +19,15 @@ import Wire
 /// - one step faster when the encode share is over `fasterShare` (half a core), or the video tick
 ///   came on average more than `fasterLateness` of a frame interval late (the media loop is
 ///   behind), or the host's process uses more than `fasterHostLoad` of the machine's cores;
+/// - ticks more than `severeLateness` (a whole frame interval) late on average take the
+///   cheapest step the room may take at once (the loop far behind: rooms opened together on a
+///   host that cannot hold them whole);
+/// - the half-canvas step only when the host holds more than one room, and after
+///   `halfCanvasPressedWindows` pressed seconds in a row at the step before it (a lone room keeps
+///   the canvas its template asks; a room that loses the host to a neighbour's build for a
+///   moment keeps it too); it steps back at once when the room is alone, and after a calm period
+///   only when the host's load with this room's share of it four times larger (an equal part
+///   of the load, drawn and encoded whole) would still be calm;
 /// - one step slower (better pictures) after `calmPeriod` (10 s) in which every second had an
 ///   encode share under `slowerShare`, ticks on time and a host load under `slowerHostLoad`;
 /// - a room starts at the step its canvas's pixel rate calls for (`startingStep`).
@@ -58,6 +67,8 @@ public struct CompositeEncoderSpeed: Sendable, Equatable {
     public static let slowerShare = 0.25
     /// Of a frame interval.
     public static let fasterLateness = 0.5
+    /// Of a frame interval: ticks this late on average take the cheapest step at once.
+    public static let severeLateness = 1.0
     public static let slowerLateness = 0.25
     /// Of the machine's cores.
     public static let fasterHostLoad = 0.85
@@ -148,7 +159,14 @@ public struct CompositeEncoderSpeed: Sendable, Equatable {
         lateness = .zero
         ticks = 0
         let pressed = share > Self.fasterShare || late > Self.fasterLateness || (hostLoad ?? 0) > Self.fasterHostLoad
-        let calm = share < Self.slowerShare && late < Self.slowerLateness && (hostLoad ?? 0) < Self.slowerHostLoad
+        var calm = share < Self.slowerShare && late < Self.slowerLateness && (hostLoad ?? 0) < Self.slowerHostLoad
+        if setting.halvesCanvas {
+            // The whole canvas costs this room about four times its share of the host (its
+            // share taken as an equal part of the load): back only when the host stays calm
+            // with that, else the room would be pressed again in seconds, and again after every
+            // calm period (lateness spikes each time).
+            calm = calm && (hostLoad ?? 0) * (1 + 3 / Double(max(1, hostRooms))) < Self.slowerHostLoad
+        }
         pressedWindows = pressed ? pressedWindows + 1 : 0
         if setting.halvesCanvas, hostRooms < 2 {
             // Alone on the host now: the canvas its template asks, at once.
@@ -159,6 +177,18 @@ public struct CompositeEncoderSpeed: Sendable, Equatable {
         }
         if pressed {
             calmSince = nil
+            if late > Self.severeLateness {
+                // The loop a whole frame behind (rooms opened together on a host that cannot
+                // hold them whole): the cheapest step this room may take, at once; a step a
+                // second would leave everyone's sound late for seconds.
+                let cheapest = hostRooms >= 2 ? Self.steps.count - 1 : Self.steps.lastIndex { !$0.halvesCanvas } ?? 0
+                if cheapest > step {
+                    stepsFaster += cheapest - step
+                    step = cheapest
+                    pressedWindows = 0
+                    return true
+                }
+            }
             guard step < Self.steps.count - 1 else { return false }
             if Self.steps[step + 1].halvesCanvas, hostRooms < 2 || pressedWindows < Self.halfCanvasPressedWindows { return false }
             step += 1

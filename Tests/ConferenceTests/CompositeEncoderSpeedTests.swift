@@ -131,10 +131,32 @@ import Wire
         _ = second(&broken, at: &now, encode: .milliseconds(25), rooms: 2)
         #expect(broken.step == 3)
 
+        // Calm, but the host at half its cores: with this room's share four times larger
+        // (0.5 x (1 + 3/6) = 0.75) it would be pressed again, so it keeps the half canvas.
+        var held = shared
+        for _ in 0..<15 { _ = second(&held, at: &now, encode: .milliseconds(2), hostLoad: 0.5, rooms: 6) }
+        #expect(held.step == 3)
         var calm = shared
-        for _ in 0..<10 { _ = second(&calm, at: &now, encode: .milliseconds(2), rooms: 6) }
+        for _ in 0..<10 { _ = second(&calm, at: &now, encode: .milliseconds(2), hostLoad: 0.3, rooms: 6) }
         #expect(calm.step == 2 && calm.drawnCanvas(canvas) == canvas)
         #expect(second(&shared, at: &now, encode: .milliseconds(25), rooms: 1), "the other rooms closed")
         #expect(shared.step == 2 && shared.drawnCanvas(canvas) == canvas)
+    }
+
+    /// Ticks a whole frame late on average (the loop far behind, as when rooms open together on
+    /// a host that cannot hold them whole): the cheapest step at once, not one a second; on a
+    /// lone room that is the cheapest encoder on the whole canvas.
+    @Test func aLoopAFrameBehindTakesTheCheapestStepAtOnce() {
+        var now = Instant.milliseconds(1000)
+        var shared = started(&now)
+        #expect(second(&shared, at: &now, encode: .milliseconds(3), late: .milliseconds(40), rooms: 6))
+        #expect(shared.step == 3 && shared.stepsFaster == 3)
+        var lone = started(&now)
+        #expect(second(&lone, at: &now, encode: .milliseconds(3), late: .milliseconds(40)))
+        #expect(lone.step == 2 && !lone.setting.halvesCanvas)
+        // Half a frame to a frame late: one step, as before.
+        var behind = started(&now)
+        _ = second(&behind, at: &now, encode: .milliseconds(3), late: .milliseconds(25), rooms: 6)
+        #expect(behind.step == 1)
     }
 }
