@@ -819,7 +819,7 @@ final class LoadParticipant {
     private func showLipSync(_ picture: I420Frame, rtpTimestamp: UInt32, now: Instant) {
         guard let hostVideo, let clock = receiver?.senderClock(of: hostVideo),
               let layout = model.settledLayout(now: now), let format = model.options.video,
-              picture.width == layout.canvas.width, picture.height == layout.canvas.height else { return }
+              Self.isDrawn(picture, on: layout.canvas) else { return }
         let canvas = VideoSize(width: picture.width, height: picture.height)
         // Around a blackout both streams restart: what they measure then is the restart.
         if let blackout = model.blackout, now >= blackout.lowerBound && now < blackout.upperBound + .seconds(2) { return }
@@ -848,10 +848,19 @@ final class LoadParticipant {
         results.avOffsetMilliseconds.append((frame.delay - onset.delay) * 1000)
     }
 
+    /// Whether `picture` is the composite of a template on `canvas`: its size, or half of it (a
+    /// loaded host of several rooms draws the half canvas, docs/config.md "Many rooms"); the
+    /// rects are fractions, so the slots are where they are on either. A picture of another
+    /// size is from before a template change.
+    static func isDrawn(_ picture: I420Frame, on canvas: TemplateDescription.Canvas) -> Bool {
+        (picture.width == canvas.width && picture.height == canvas.height)
+            || (picture.width == canvas.width / 4 * 2 && picture.height == canvas.height / 4 * 2)
+    }
+
     /// Each camera's colour in its slot, and each readable frame code's latency.
     private func check(_ picture: I420Frame, now: Instant) {
         guard let layout = model.settledLayout(now: now), let format = model.options.video,
-              picture.width == layout.canvas.width, picture.height == layout.canvas.height else { return }
+              Self.isDrawn(picture, on: layout.canvas) else { return }
         let canvas = VideoSize(width: picture.width, height: picture.height)
         for position in layout.positions where position.source == .camera {
             guard let sender = model.indexOf[position.participant],
