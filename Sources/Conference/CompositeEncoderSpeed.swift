@@ -30,7 +30,8 @@ import Wire
 ///   of the load, drawn and encoded whole) would still be calm;
 /// - one step slower (better pictures) after `calmPeriod` (10 s) in which every second had an
 ///   encode share under `slowerShare`, ticks on time and a host load under `slowerHostLoad`;
-/// - a room starts at the step its canvas's pixel rate calls for (`startingStep`).
+/// - a room starts at the step its canvas's pixel rate calls for (`startingStep`), or at the
+///   cheapest step the host's other rooms run at when that is cheaper (`startAt`).
 public struct CompositeEncoderSpeed: Sendable, Equatable {
     /// One step: the VP8 profile and libvpx's cpu-used, the Opus complexity of the room's
     /// mixes (at most the configured one), which the media loop encodes, and whether the canvas
@@ -106,6 +107,14 @@ public struct CompositeEncoderSpeed: Sendable, Equatable {
     /// Starts at the step a canvas of `width` × `height` at `fps` calls for.
     public init(width: Int, height: Int, fps: Int) {
         step = Self.startingStep(width: width, height: height, fps: fps)
+    }
+
+    /// A room opened on a host whose rooms run at `step` starts there (when that is cheaper than
+    /// its canvas's step): they measured the host, and a new room at the best pictures would
+    /// push it over before its first second is judged.
+    public mutating func startAt(atLeast step: Int) {
+        guard windowStart == nil, step > self.step, Self.steps.indices.contains(step) else { return }
+        self.step = step
     }
 
     /// The first step for a canvas: 0 up to 1280×720 at 30 fps, 1 above, 2 above four times that.

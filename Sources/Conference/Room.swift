@@ -97,6 +97,14 @@ public final class Room {
         mixer.setComplexity(min(mixer.configuration.encoder.complexity, encoderSpeed.setting.mixComplexity))
     }
 
+    /// Starts the composite at `step` of `CompositeEncoderSpeed.steps` when that is cheaper than
+    /// its canvas's (the step the host's other rooms run at); before the first tick.
+    public func startEncoderSpeed(atLeast step: Int) {
+        encoderSpeed.startAt(atLeast: step)
+        mixer.setComplexity(min(mixer.configuration.encoder.complexity, encoderSpeed.setting.mixComplexity))
+        followDrawnCanvas()
+    }
+
     /// The share of the machine's cores the host's process uses (nil: not known) and how many
     /// rooms it holds, for the encoders' speed (`CompositeEncoderSpeed`); the shell gives them
     /// about once a second.

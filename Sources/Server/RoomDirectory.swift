@@ -90,6 +90,8 @@ final class RoomDirectory {
                 self?.cluster?.roomClosed(closed.name)
             }
         }
+        // A host already busy with rooms starts the new one at the cheapest step they run at.
+        if let cheapest = rooms.values.map(\.room.encoderSpeed.step).max() { hosted.room.startEncoderSpeed(atLeast: cheapest) }
         rooms[name] = hosted
         hostLoad.roomsOpen = rooms.count
         cluster?.roomOpened(name)

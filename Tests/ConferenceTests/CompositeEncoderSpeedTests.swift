@@ -159,4 +159,19 @@ import Wire
         _ = second(&behind, at: &now, encode: .milliseconds(3), late: .milliseconds(25), rooms: 6)
         #expect(behind.step == 1)
     }
+
+    /// A room opened on a host whose rooms run at a cheaper step starts there; never at a
+    /// better one than its canvas calls for, and not once it has been judged.
+    @Test func aRoomOpenedOnABusyHostStartsAtItsRoomsStep() {
+        var now = Instant.milliseconds(1000)
+        var fresh = CompositeEncoderSpeed(width: 1280, height: 720, fps: 30)
+        fresh.startAt(atLeast: 3)
+        #expect(fresh.step == 3 && fresh.setting.halvesCanvas)
+        var large = CompositeEncoderSpeed(width: 3840, height: 2160, fps: 30)
+        large.startAt(atLeast: 1)
+        #expect(large.step == 2)
+        var running = started(&now)
+        running.startAt(atLeast: 2)
+        #expect(running.step == 0)
+    }
 }
