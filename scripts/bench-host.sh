@@ -2,6 +2,7 @@
 # network namespace with a release build, and starts and stops a fresh `tessera serve`.
 #   in_loopback_namespace "$0" "$@"     at the top of a script (after sourcing setup.sh)
 #   start_host WORK [EXTRA_JSON]        a host on 127.0.0.1 (media on 50000); sets HOST_PID, BASE
+#                                       (HTTP_EXTRA adds fields to its "http" block)
 #   stop_host                           SIGTERM, then SIGKILL after 10 s
 # TESSERA_BIN runs another build of tessera than .build/release's (a copy of an earlier commit's,
 # for before/after tables on one machine at one time).
@@ -18,7 +19,7 @@ BASE=
 start_host() {
     local work=$1 extra=${2:-}
     cat >"$work/host.json" <<EOF
-{"http": {"listen": "127.0.0.1:0"}, "media": {"listen": "127.0.0.1:50000"}, "recordings": {"folder": "$work/recordings"}$extra}
+{"http": {"listen": "127.0.0.1:0"${HTTP_EXTRA:-}}, "media": {"listen": "127.0.0.1:50000"}, "recordings": {"folder": "$work/recordings"}$extra}
 EOF
     "${TESSERA_BIN:-$TESSERA_ROOT/.build/release/tessera}" serve --config "$work/host.json" >"$work/host.log" 2>&1 </dev/null &
     HOST_PID=$!
