@@ -196,9 +196,12 @@ public struct ClientAnswer: Sendable {
 
     public enum Failure: Error, CustomStringConvertible {
         case badAnswer(String)
+        /// No answer: the request failed or the host refused it (its status and reason).
+        case noAnswer(String)
         public var description: String {
             switch self {
             case .badAnswer(let why): "unusable answer: \(why)"
+            case .noAnswer(let why): why
             }
         }
     }
@@ -254,5 +257,38 @@ public struct ClientAnswer: Sendable {
             if converted == 1 { return TransportAddress(addressBytes: bytes, port: port) }
         }
         return nil
+    }
+}
+
+extension ClientAnswer {
+    /// The host's reply to a join or viewer offer read as its answer: 201 with an SDP answer,
+    /// else why not (`why` names the request in the message).
+    public static func read(_ result: Result<HostHTTPClient.Reply, HostHTTPClient.Failure>, why: String = "POST")
+        -> Result<(answer: ClientAnswer, reply: HostHTTPClient.Reply), ClientAnswer.Failure>
+    {
+        let reply: HostHTTPClient.Reply
+        switch result {
+        case .failure(let failure): return .failure(.noAnswer("\(why): \(failure)"))
+        case .success(let value): reply = value
+        }
+        guard reply.status == 201 else { return .failure(.noAnswer("\(why) answered \(reply.status): \(reply.text.prefix(200))")) }
+        do {
+            let answer = try ClientAnswer(contentType: reply.headers["content-type"], location: reply.headers["location"], body: reply.body)
+            return .success((answer, reply))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The client's side of the transport this answer asks for: an ICE controlling agent to the
+    /// host's candidate (the host is ICE-lite, RFC 8445 §2.5) and DTLS in the role the answer
+    /// leaves it (RFC 5763 §5: the host answering `active` makes the client the server).
+    public func clientTransport(context: DTLSContext, localICE: ICECredentials, now: Instant) throws -> PeerTransport {
+        let role: DTLSTransport.Role = setup == .active ? .server : .client
+        let dtls = try DTLSTransport(context: context, role: role, remoteFingerprints: hostFingerprints, now: now,
+                                     handshakeTimeout: .seconds(10), initialRetransmitInterval: .milliseconds(200))
+        let agent = ICEControllingAgent(local: localICE, remote: hostICE, remoteAddress: candidate,
+                                        tieBreaker: UInt64.random(in: 1...UInt64.max), now: now)
+        return PeerTransport(ice: .controlling(agent), dtls: dtls, now: now)
     }
 }

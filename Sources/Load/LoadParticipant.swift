@@ -285,15 +285,10 @@ final class LoadParticipant {
 
     private func answered(_ result: Result<HostHTTPClient.Reply, HostHTTPClient.Failure>, ice: ICECredentials, generation: Int) {
         guard generation == self.generation, state == .posting, let socket else { return }
-        let reply: HostHTTPClient.Reply
-        switch result {
-        case .failure(let failure): return failOrRetry("POST: \(failure)")
-        case .success(let value): reply = value
-        }
-        guard reply.status == 201 else { return failOrRetry("POST answered \(reply.status): \(reply.text.prefix(200))") }
-        let answer: ClientAnswer
-        do { answer = try ClientAnswer(contentType: reply.headers["content-type"], location: reply.headers["location"], body: reply.body) } catch {
-            return failOrRetry("\(error)")
+        let answer: ClientAnswer, reply: HostHTTPClient.Reply
+        switch ClientAnswer.read(result) {
+        case .failure(let failure): return failOrRetry("\(failure)")
+        case .success(let read): (answer, reply) = read
         }
         self.answer = answer
         // In a cluster the session is named on the room's host; else it is the host asked.
@@ -302,12 +297,7 @@ final class LoadParticipant {
         if let sessionHost { model.roomHost = sessionHost }
         let now = self.now
         do {
-            let role: DTLSTransport.Role = answer.setup == .active ? .server : .client
-            let dtls = try DTLSTransport(context: dtlsContext, role: role, remoteFingerprints: answer.hostFingerprints, now: now,
-                                         handshakeTimeout: .seconds(10), initialRetransmitInterval: .milliseconds(200))
-            let agent = ICEControllingAgent(local: ice, remote: answer.hostICE, remoteAddress: answer.candidate,
-                                            tieBreaker: UInt64.random(in: 1...UInt64.max), now: now)
-            transport = PeerTransport(ice: .controlling(agent), dtls: dtls, now: now)
+            transport = try answer.clientTransport(context: dtlsContext, localICE: ice, now: now)
             try loop.watch(fd: socket.fd) { [unowned self] in readSocket() }
         } catch {
             return failOrRetry("transport: \(error)")

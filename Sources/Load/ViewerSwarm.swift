@@ -146,27 +146,17 @@ private final class SwarmViewer {
         }
     }
 
-    private func answered(_ reply: Swift.Result<HostHTTPClient.Reply, HostHTTPClient.Failure>, ice: ICECredentials) {
+    private func answered(_ result: Swift.Result<HostHTTPClient.Reply, HostHTTPClient.Failure>, ice: ICECredentials) {
         guard !leaving, let socket else { return }
-        let got: HostHTTPClient.Reply
-        switch reply {
-        case .failure(let failure): return fail("POST: \(failure)")
-        case .success(let value): got = value
-        }
-        guard got.status == 201 else { return fail("POST answered \(got.status): \(got.text.prefix(200))") }
         let answer: ClientAnswer
-        do { answer = try ClientAnswer(contentType: got.headers["content-type"], location: got.headers["location"], body: got.body) } catch {
-            return fail("\(error)")
+        switch ClientAnswer.read(result) {
+        case .failure(let failure): return fail("\(failure)")
+        case .success(let read): answer = read.answer
         }
         self.answer = answer
         let now = loop.clock.now()
         do {
-            let role: DTLSTransport.Role = answer.setup == .active ? .server : .client
-            let dtls = try DTLSTransport(context: context, role: role, remoteFingerprints: answer.hostFingerprints, now: now,
-                                         handshakeTimeout: .seconds(10), initialRetransmitInterval: .milliseconds(200))
-            let agent = ICEControllingAgent(local: ice, remote: answer.hostICE, remoteAddress: answer.candidate,
-                                            tieBreaker: UInt64.random(in: 1...UInt64.max), now: now)
-            transport = PeerTransport(ice: .controlling(agent), dtls: dtls, now: now)
+            transport = try answer.clientTransport(context: context, localICE: ice, now: now)
             try loop.watch(fd: socket.fd) { [unowned self] in readSocket() }
         } catch {
             return fail("transport: \(error)")

@@ -304,25 +304,15 @@ final class UpstreamPull {
 
     private func answered(_ result: Result<HostHTTPClient.Reply, HostHTTPClient.Failure>, ice: ICECredentials) {
         guard !done, let socket else { return }
-        let reply: HostHTTPClient.Reply
-        switch result {
-        case .failure(let failure): return fail("POST at the owner: \(failure)")
-        case .success(let value): reply = value
-        }
-        guard reply.status == 201 else { return fail("the owner answered \(reply.status): \(reply.text.prefix(200))") }
         let answer: ClientAnswer
-        do { answer = try ClientAnswer(contentType: reply.headers["content-type"], location: reply.headers["location"], body: reply.body) } catch {
-            return fail("\(error)")
+        switch ClientAnswer.read(result, why: "POST at the owner") {
+        case .failure(let failure): return fail("\(failure)")
+        case .success(let read): answer = read.answer
         }
         self.answer = answer
         let now = loop.clock.now()
         do {
-            let role: DTLSTransport.Role = answer.setup == .active ? .server : .client
-            let dtls = try DTLSTransport(context: media.dtlsContext, role: role, remoteFingerprints: answer.hostFingerprints, now: now,
-                                         handshakeTimeout: .seconds(10), initialRetransmitInterval: .milliseconds(200))
-            let agent = ICEControllingAgent(local: ice, remote: answer.hostICE, remoteAddress: answer.candidate,
-                                            tieBreaker: UInt64.random(in: 1...UInt64.max), now: now)
-            transport = PeerTransport(ice: .controlling(agent), dtls: dtls, now: now)
+            transport = try answer.clientTransport(context: media.dtlsContext, localICE: ice, now: now)
             try loop.watch(fd: socket.fd) { [weak self] in self?.readSocket() }
         } catch {
             return fail("transport: \(error)")
