@@ -3,7 +3,8 @@
 network namespace Interop/cluster_check.sh makes.
 
 Starts redis-server (persistence off) and three `tessera serve` hosts a, b, c sharing it, then
-checks: placement on the host with the most spare capacity; a join and other room calls made at
+checks: `tessera load` at one host spreading three rooms over the three; placement on the host
+with the most spare capacity; a join and other room calls made at
 the wrong host answered 307 to the owner (same path and query), which the client follows; an
 aiortc participant that joins through a 307 and connects to the owner; a recording fetched at a
 host without it, answered 307 to the host that has it; `tessera load` at the wrong host, whose
@@ -545,6 +546,27 @@ def main():
             return
         listed = wait_until(lambda: (lambda l: l and len(l["nodes"]) == 3 and l)(rooms_listing("a")), 10)
         check("every host sees the three nodes (GET /v1/rooms)", bool(listed), f"{rooms_listing('a')}")
+
+        # tessera load against one host spreads rooms over all three: three runs at a, each its
+        # own new room, at once; every check of every run passes. Their rooms close with them.
+        # First the hosts settle: a host starting up measures busy, and placement reads that.
+        idle = lambda: (lambda l: l and len(l["nodes"]) == 3 and all(n["spare"] >= max(n["spare"] for n in l["nodes"]) - 0.1 for n in l["nodes"]))(rooms_listing("a"))
+        wait_until(idle, 15, 0.5)
+        loads = []
+        for i in range(3):
+            loads.append(subprocess.Popen([cluster.tessera, "load", "--url", url_of("a"), "--room", f"spread{i}", "--participants", "2",
+                                           "--duration", "8s", "--video", "off", "--report", "none"],
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            time.sleep(0.5)
+        spread = wait_until(lambda: (lambda rooms: len(rooms) == 3 and rooms)(
+            {r["name"]: r["node"] for r in (rooms_listing("a") or {}).get("rooms", []) if r["name"].startswith("spread")}), 10)
+        outputs = [load.communicate(timeout=90)[0] for load in loads]
+        check("tessera load at one host: three rooms spread over the three hosts",
+              bool(spread) and sorted(spread.values()) == ["a", "b", "c"], f"{spread}")
+        check("tessera load at one host: every check of the three runs passes", all(load.returncode == 0 for load in loads),
+              " | ".join(out[-300:] for load, out in zip(loads, outputs) if load.returncode != 0))
+        wait_until(lambda: not any(r["name"].startswith("spread") for r in (rooms_listing("a") or {}).get("rooms", [])), 10)
+        time.sleep(2)  # the hosts' measured CPU (placement reads it) back to idle
 
         # Placement: three new rooms, all asked at a; each goes where most capacity is spare,
         # which is a host without a room yet.

@@ -52,12 +52,15 @@ public final class ClusterCoordinator: @unchecked Sendable {
         public var rooms: [NodeRecord.Room]
         public var videoGuests: Int
         public var otherGuests: Int
+        /// Viewers served as an edge host, of rooms others own.
+        public var edgeViewers: Int
         /// Cores the process used over the last second.
         public var cpu: Double
-        public init(rooms: [NodeRecord.Room] = [], videoGuests: Int = 0, otherGuests: Int = 0, cpu: Double = 0) {
+        public init(rooms: [NodeRecord.Room] = [], videoGuests: Int = 0, otherGuests: Int = 0, edgeViewers: Int = 0, cpu: Double = 0) {
             self.rooms = rooms
             self.videoGuests = videoGuests
             self.otherGuests = otherGuests
+            self.edgeViewers = edgeViewers
             self.cpu = cpu
         }
     }
@@ -364,10 +367,12 @@ public final class ClusterCoordinator: @unchecked Sendable {
 
     /// This node's record from the local state. Call under the lock.
     private func ownRecord() -> NodeRecord {
-        let modelled = settings.model.modelledCores(rooms: local.rooms.count, videoGuests: local.videoGuests, otherGuests: local.otherGuests)
+        // An edge's viewer is forwarded, not mixed or encoded for: modelled as an audio guest.
+        let modelled = settings.model.modelledCores(rooms: local.rooms.count, videoGuests: local.videoGuests,
+                                                    otherGuests: local.otherGuests + local.edgeViewers)
         return NodeRecord(name: settings.node, url: settings.url, draining: draining, cores: settings.cores, cpu: local.cpu,
                           spare: settings.model.spare(cores: settings.cores, measuredCores: local.cpu, modelledCores: modelled),
-                          maxRooms: settings.maxRooms, rooms: local.rooms)
+                          maxRooms: settings.maxRooms, rooms: local.rooms, edgeViewers: local.edgeViewers)
     }
 
     private func run() {

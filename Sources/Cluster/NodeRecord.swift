@@ -28,9 +28,12 @@ public struct NodeRecord: Sendable, Equatable {
     /// `limits.maxRooms`: a host with that many rooms takes no more, whatever its CPU.
     public var maxRooms: Int
     public var rooms: [Room]
+    /// Viewers this host serves as an edge, of rooms other hosts own (their rooms are in the
+    /// owners' records, not here).
+    public var edgeViewers: Int
 
     public init(name: String, url: String, draining: Bool = false, cores: Int = 1, cpu: Double = 0, spare: Double = 0, maxRooms: Int = 100,
-                rooms: [Room] = []) {
+                rooms: [Room] = [], edgeViewers: Int = 0) {
         self.name = name
         self.url = url
         self.draining = draining
@@ -39,10 +42,12 @@ public struct NodeRecord: Sendable, Equatable {
         self.spare = spare
         self.maxRooms = maxRooms
         self.rooms = rooms
+        self.edgeViewers = edgeViewers
     }
 
     public var participants: Int { rooms.reduce(0) { $0 + $1.participants } }
-    public var viewers: Int { rooms.reduce(0) { $0 + $1.viewers } }
+    /// Every viewer the host serves: of its own rooms, and as an edge.
+    public var viewers: Int { rooms.reduce(0) { $0 + $1.viewers } + edgeViewers }
 
     /// Bounds on what a record read back may hold: it comes from another process, so it is
     /// checked like any input.
@@ -76,7 +81,8 @@ public struct NodeRecord: Sendable, Equatable {
         }
         func number(_ value: Double) -> String { value.isFinite ? String(format: "%.4f", value) : "0" }
         let rooms = rooms.map { #"{"name":\#(escaped($0.name)),"participants":\#($0.participants),"viewers":\#($0.viewers)}"# }
-        let text = #"{"cores":\#(cores),"cpu":\#(number(cpu)),"draining":\#(draining),"maxRooms":\#(maxRooms),"name":\#(escaped(name)),"#
+        let text = #"{"cores":\#(cores),"cpu":\#(number(cpu)),"draining":\#(draining),"edgeViewers":\#(edgeViewers),"#
+            + #""maxRooms":\#(maxRooms),"name":\#(escaped(name)),"#
             + #""participants":\#(participants),"rooms":[\#(rooms.joined(separator: ","))],"spare":\#(number(spare)),"url":\#(escaped(url)),"#
             + #""version":1,"viewers":\#(viewers)}"#
         return Array(text.utf8)
@@ -125,7 +131,10 @@ public struct NodeRecord: Sendable, Equatable {
             rooms.append(Room(name: roomName, participants: try integer("participants", in: entry, path + ".participants", 0...1_000_000),
                               viewers: try integer("viewers", in: entry, path + ".viewers", 0...1_000_000)))
         }
-        self.init(name: name, url: url, draining: draining, cores: cores, cpu: cpu, spare: spare, maxRooms: maxRooms, rooms: rooms)
+        // Absent in a record of a host from before edge hosts.
+        let edgeViewers = value["edgeViewers"] == nil ? 0 : try integer("edgeViewers", in: value, "edgeViewers", 0...1_000_000)
+        self.init(name: name, url: url, draining: draining, cores: cores, cpu: cpu, spare: spare, maxRooms: maxRooms, rooms: rooms,
+                  edgeViewers: edgeViewers)
     }
 }
 

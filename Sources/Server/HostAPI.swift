@@ -58,9 +58,10 @@ public final class HostAPI: Sendable {
                                            video: video, faults: faults, events: events, log: log), on: media.loop)
         if let cluster {
             // Before the loop touches the directory: set here, then read only on the loop.
-            let rooms = self.rooms, loop = media.loop
+            let rooms = self.rooms, loop = media.loop, edges = self.edges
             loop.execute {
                 rooms.value.cluster = cluster
+                rooms.value.edgeViewerCount = { edges?.value.viewerCount ?? 0 }
                 rooms.value.publishEverySecond(on: loop)
             }
         }

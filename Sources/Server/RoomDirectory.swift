@@ -41,6 +41,8 @@ final class RoomDirectory {
     /// released with it) and, every second, of what the host holds (`publishEverySecond`).
     /// Each call takes a lock and returns; Redis is the coordinator's worker's business.
     var cluster: ClusterCoordinator?
+    /// The viewers this host serves as an edge (read on the loop), for its node record.
+    var edgeViewerCount: () -> Int = { 0 }
     private var clusterTimer: DeadlineTimer?
 
     init(limits: Limits, video: HostConfig.Video = HostConfig.Video(), faults: Set<HostConfig.Testing.Fault> = [], events: RoomEventHub,
@@ -148,6 +150,7 @@ final class RoomDirectory {
             state.videoGuests += video
             state.otherGuests += everyone.count - video
         }
+        state.edgeViewers = edgeViewerCount()
         state.cpu = (hostLoad.sample(now: now) ?? 0) * Double(ProcessInfo.processInfo.activeProcessorCount)
         cluster.publish(state)
     }

@@ -16,6 +16,19 @@ import WireTesting
         #expect(text.contains(#""participants":4"#) && text.contains(#""draining":false"#) && text.contains(#""version":1"#))
     }
 
+    /// An edge host's viewers of rooms others own count among its viewers (not as rooms of its
+    /// own); a record from before edge hosts reads as none.
+    @Test func anEdgesViewersAreItsOwnNotItsRooms() throws {
+        var edge = Self.record
+        edge.edgeViewers = 50
+        let back = try NodeRecord(json: edge.json)
+        #expect(back.edgeViewers == 50 && back.viewers == 51 && back.rooms.count == 2)
+        let older = #"{"name":"b","url":"http://h:1","draining":false,"cores":2,"cpu":0,"spare":1.6,"maxRooms":5,"rooms":[]}"#
+        #expect(try NodeRecord(json: Array(older.utf8)).edgeViewers == 0)
+        let bad = #"{"name":"b","url":"http://h:1","draining":false,"cores":2,"cpu":0,"spare":1.6,"maxRooms":5,"rooms":[],"edgeViewers":-1}"#
+        #expect(throws: NodeRecord.ParseError.self) { try NodeRecord(json: Array(bad.utf8)) }
+    }
+
     @Test func unknownKeysAreIgnoredAndBadFieldsNamed() throws {
         let newer = #"{"name":"b","url":"https://h:1","draining":true,"cores":4,"cpu":0,"spare":3.2,"maxRooms":5,"rooms":[],"gpu":1}"#
         #expect(try NodeRecord(json: Array(newer.utf8)).draining)
