@@ -93,9 +93,10 @@ public final class ClusterCoordinator: @unchecked Sendable {
     private var stopping = false
     private var beatNow = false
     private var view: [NodeRecord] = []
-    /// Rooms this host placed on each node (node → room → when) that the node's record does
-    /// not show yet: counted against its spare capacity until it does (or the claim's lease
-    /// lapsed), so that joins placed between two heartbeats do not all pick the same node.
+    /// Rooms this host placed on each node (node → room → when): counted against its spare
+    /// capacity for a lease (5 s) after, whether or not its record shows them yet (a room just
+    /// opened shows neither in the measured CPU nor, where that is larger, in the model), so
+    /// that joins placed in a burst do not all pick the same node.
     private var pending: [String: [String: ContinuousClock.Instant]] = [:]
     /// Whether the worker has found the directory's mark in Redis before: then a Redis without
     /// it has lost its data (restarted without persistence), and placement waits `directoryGrace`.
@@ -356,11 +357,7 @@ public final class ClusterCoordinator: @unchecked Sendable {
         condition.lock()
         let others = view.filter { $0.name != settings.node }
         let me = ownRecord()
-        var placed: [String: Int] = [:]
-        for (node, rooms) in pending {
-            let shown = Set((node == settings.node ? me : others.first { $0.name == node })?.rooms.map(\.name) ?? [])
-            placed[node] = rooms.keys.filter { !shown.contains($0) }.count
-        }
+        let placed = pending.mapValues(\.count)
         condition.unlock()
         return Placement.choose(among: others + [me], pending: placed, model: settings.model)?.name
     }
@@ -453,7 +450,7 @@ public final class ClusterCoordinator: @unchecked Sendable {
             let nodes = try readNodes(connection)
             condition.withLock {
                 view = nodes
-                // A claim never opened lapses with its lease; then it no longer weighs.
+                // A placement weighs for a lease; a claim never opened lapses with it too.
                 let now = ContinuousClock.now
                 pending = pending.compactMapValues { rooms in
                     let live = rooms.filter { now - $0.value < settings.lease }

@@ -94,15 +94,14 @@ public final class Room {
         compositor.start()
         main = CompositeEncoding(kind: .main, size: nil, bitrate: configuration.bitrate, generation: 0)
         encoderSpeed = CompositeEncoderSpeed(width: configuration.width, height: configuration.height, fps: configuration.fps)
-        mixer.setComplexity(min(mixer.configuration.encoder.complexity, encoderSpeed.setting.mixComplexity))
+        followEncoderStep()
     }
 
     /// Starts the composite at `step` of `CompositeEncoderSpeed.steps` when that is cheaper than
     /// its canvas's (the step the host's other rooms run at); before the first tick.
     public func startEncoderSpeed(atLeast step: Int) {
         encoderSpeed.startAt(atLeast: step)
-        mixer.setComplexity(min(mixer.configuration.encoder.complexity, encoderSpeed.setting.mixComplexity))
-        followDrawnCanvas()
+        followEncoderStep()
     }
 
     /// The share of the machine's cores the host's process uses (nil: not known) and how many
@@ -381,9 +380,11 @@ public final class Room {
         return layout.template(participants: identities, activeSpeaker: speakerDetector.current, screenSharer: screenSharer, canvas: canvas)
     }
 
-    /// Draws the canvas the encoder step calls for; a changed size re-sizes every tile (and the
-    /// simulcast layers the cameras' tiles want) and restarts the main encoder at a key frame.
-    private func followDrawnCanvas() {
+    /// Takes the encoder step's mix complexity (at most the configured one), and draws the
+    /// canvas it calls for: a changed size re-sizes every tile (and the simulcast layers the
+    /// cameras' tiles want) and restarts the main encoder at a key frame.
+    private func followEncoderStep() {
+        mixer.setComplexity(min(mixer.configuration.encoder.complexity, encoderSpeed.setting.mixComplexity))
         let drawn = encoderSpeed.drawnCanvas(templateCanvas)
         guard drawn != compositor.canvasSize else { return }
         compositor.canvasSize = drawn
@@ -673,10 +674,7 @@ public final class Room {
         followScreenShare(now: deadline)
         let receivers = participants.filter(\.receivesVideoNow)
         encoderSpeed.ticked(lateness: now - deadline)
-        if encoderSpeed.evaluate(now: now, frameInterval: compositor.tickInterval) {
-            mixer.setComplexity(min(mixer.configuration.encoder.complexity, encoderSpeed.setting.mixComplexity))
-            followDrawnCanvas()
-        }
+        if encoderSpeed.evaluate(now: now, frameInterval: compositor.tickInterval) { followEncoderStep() }
         // With nobody receiving, a recording keeps the main encoding running (it muxes its
         // frames): stopping it there would start a new encoder, at a key frame, every tick.
         if receivers.isEmpty { mixTrack == nil ? stopEncoders() : stopScaledEncoders() }
