@@ -416,7 +416,12 @@ async function rejoin(reason) {
 
 async function leave() {
   clearTimeout(state.disconnectedTimer);
-  if (state.location) { try { await api("DELETE", state.location); } catch (_) { /* already gone */ } }
+  // At most 2 s: the session's host may be dead, and a browser waits long for a machine that
+  // does not answer (a rejoin must not wait for it).
+  if (state.location) {
+    const gone = api("DELETE", state.location).catch(() => { /* already gone */ });
+    await Promise.race([gone, new Promise((resolve) => setTimeout(resolve, 2000))]);
+  }
   state.events?.close();
   clearInterval(state.poll);
   state.local?.getTracks().forEach((track) => track.stop());
