@@ -251,6 +251,11 @@ public final class ClusterCoordinator: @unchecked Sendable {
                 return .resolved(answer(owner: owner, record: pair[1]))
             }
             guard place else { return .resolved(.unowned) }
+            // The records as Redis holds them now, not as of the last heartbeat: a host that
+            // was busy starting up a second ago is idle now (a burst of first joins at one
+            // host put two rooms on it while its view showed the others still starting).
+            let nodes = try readNodes(connection)
+            condition.withLock { view = nodes }
             guard let candidate = placementCandidate() else {
                 return .resolved(.noPlacement("every host in the cluster is draining or at its room limit"))
             }
@@ -351,8 +356,7 @@ public final class ClusterCoordinator: @unchecked Sendable {
         if was != true { log(false, "clusterAvailable", ["redis": settings.redis.description, "node": settings.node, "url": settings.url]) }
     }
 
-    /// The node to place a new room on: the records of the last heartbeat, with this node's
-    /// own as it is now.
+    /// The node to place a new room on: the records last read, with this node's own as it is now.
     private func placementCandidate() -> String? {
         condition.lock()
         let others = view.filter { $0.name != settings.node }

@@ -211,6 +211,23 @@ import Wire
         #expect(first != nil && second != nil && first != second, "r1 on \(first ?? "-"), r2 on \(second ?? "-")")
     }
 
+    /// Placement reads the records as Redis holds them at the join, not as of this host's last
+    /// heartbeat: a node that measured busy while starting and idle since is chosen at once.
+    @Test func placementReadsTheRecordsAsTheyAreNow() throws {
+        guard let server = RedisServer() else { print(RedisServer.missingReason ?? "redis-server did not start: skipped"); return }
+        let keys = prefix()
+        let a = coordinator("a", server, prefix: keys, cores: 1)  // offers 0.8 cores
+        defer { a.stop() }
+        let url = "http://127.0.0.1:8098"
+        try pretend(NodeRecord(name: "b", url: url, draining: false, cores: 4, cpu: 3.2, spare: 0, maxRooms: 100, rooms: []),
+                    on: server, prefix: keys)
+        #expect(a.refreshNow())
+        // b is idle now; a has not beaten since.
+        try pretend(NodeRecord(name: "b", url: url, draining: false, cores: 4, cpu: 0, spare: 3.2, maxRooms: 100, rooms: []),
+                    on: server, prefix: keys)
+        #expect(a.resolve(room: "after-startup", place: true) == .elsewhere(node: "b", url: url))
+    }
+
     /// A new cluster (no host has seen its directory before) places rooms at once: the grace
     /// is for a Redis that lost its data.
     @Test func aNewClusterPlacesAtOnce() throws {
