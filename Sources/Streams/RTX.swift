@@ -106,6 +106,8 @@ public struct RetransmissionBuffer: Sendable {
         var sequenceNumber: UInt16
         var sentAt: Instant
         var lastResentAt: Instant?
+        /// Times it was resent: every third resend is the original bytes (see `resend`).
+        var resends = 0
         var bytes: [UInt8]
     }
 
@@ -156,8 +158,7 @@ public struct RetransmissionBuffer: Sendable {
     public mutating func packetSent(_ bytes: [UInt8], now: Instant) {
         guard bytes.count >= RTPPacket.fixedHeaderSize else { return }
         let sequenceNumber = UInt16(bytes[2]) << 8 | UInt16(bytes[3])
-        slots[Int(sequenceNumber) & mask] = Slot(sequenceNumber: sequenceNumber, sentAt: now, lastResentAt: nil,
-                                                 bytes: bytes)
+        slots[Int(sequenceNumber) & mask] = Slot(sequenceNumber: sequenceNumber, sentAt: now, lastResentAt: nil, bytes: bytes)
     }
 
     /// The stored bytes of packet `sequenceNumber` if still held and young enough.
@@ -169,7 +170,8 @@ public struct RetransmissionBuffer: Sendable {
     }
 
     /// The packets to send in answer to `nack`, serialized and in the NACK's order: RTX packets
-    /// when RTX is configured, else the original bytes. Paced and budgeted (see the type).
+    /// when RTX is configured (a packet's third resend, its sixth…: the original bytes), else
+    /// the original bytes. Paced and budgeted (see the type).
     public mutating func retransmissions(for nack: GenericNACK, now: Instant) -> [[UInt8]] {
         refillTokens(now: now)
         var out: [[UInt8]] = []
@@ -200,7 +202,16 @@ public struct RetransmissionBuffer: Sendable {
             return nil
         }
         var bytes = slot.bytes
-        if let rtx {
+        // A receiver that asks again for a packet resent as RTX may not be taking RTX at all:
+        // aiortc routes an RTX packet by its payload type alone, so never on a second video
+        // m-line that shares the first's RTX type, and waits at the hole until its jitter buffer
+        // overflows (128 packets: 8 s of a small camera). So a packet's third resend, its
+        // sixth…, is its original bytes on the media stream (RFC 4588 §1's "same stream"
+        // repair, which a receiver takes as a late packet). A receiver that takes RTX asks a
+        // third time only when two resends were lost, so its reports are seldom touched (an
+        // in-stream repair counts as received, not lost, and its lateness as jitter).
+        let asRTX = rtx.flatMap { slot.resends % 3 == 2 ? nil : $0 }
+        if let rtx = asRTX {
             guard let original = try? RTPPacket.parse(slot.bytes) else {
                 requestsRefused += 1
                 return nil
@@ -219,8 +230,9 @@ public struct RetransmissionBuffer: Sendable {
             return nil
         }
         tokens -= Double(bytes.count)
-        if rtx != nil { nextRTXSequenceNumber &+= 1 }
+        if asRTX != nil { nextRTXSequenceNumber &+= 1 }
         slot.lastResentAt = now
+        slot.resends += 1
         slots[index] = slot
         packetsResent += 1
         return bytes

@@ -78,6 +78,23 @@ import Wire
     }
 
     /// 100 identical NACKs, one per millisecond: each packet goes out at most once per 10 ms.
+    /// A packet asked for a third time comes as its original bytes (a receiver may drop RTX it
+    /// cannot route: aiortc on a second video m-line), then as RTX again.
+    @Test func aPacketAskedForAgainIsResentAlternatelyAsItsOriginalBytes() throws {
+        var buffer = RetransmissionBuffer(rtx: Self.rtx, firstRTXSequenceNumber: 40)
+        let original = try Self.richPacket(sequenceNumber: 7).serialized()
+        buffer.packetSent(original, now: at(0))
+        let nack = GenericNACK(senderSSRC: 9, mediaSSRC: 0x1111, lostSequenceNumbers: [7])
+        let resends = [20, 120, 220, 320, 420, 520].map { buffer.retransmissions(for: nack, now: at($0)) }
+        #expect(resends.map(\.count) == [1, 1, 1, 1, 1, 1])
+        let packets = try resends.map { try RTPPacket.parse($0[0]) }
+        #expect(packets.map(\.ssrc.rawValue) == [0x2222, 0x2222, 0x1111, 0x2222, 0x2222, 0x1111])
+        #expect(resends[2][0] == original && resends[5][0] == original)
+        #expect(packets.map(\.sequenceNumber) == [40, 41, 7, 42, 43, 7], "the RTX stream counts only its own packets")
+        #expect(try RTXPacket.unwrap(packets[3], configuration: Self.rtx, mediaSSRC: 0x1111).serialized() == original)
+        #expect(buffer.packetsResent == 6)
+    }
+
     @Test func nackStormResendsEachPacketAtMostOncePerPacingInterval() throws {
         var buffer = RetransmissionBuffer(rtx: Self.rtx)
         for sequence: UInt16 in 0..<10 {
@@ -87,7 +104,8 @@ import Wire
         var sendTimes: [UInt16: [Int]] = [:]
         for ms in 0..<100 {
             for bytes in buffer.retransmissions(for: nack, now: at(ms)) {
-                let media = try RTXPacket.unwrap(try RTPPacket.parse(bytes), configuration: Self.rtx, mediaSSRC: 0x1111)
+                let packet = try RTPPacket.parse(bytes)
+                let media = packet.ssrc == 0x1111 ? packet : try RTXPacket.unwrap(packet, configuration: Self.rtx, mediaSSRC: 0x1111)
                 sendTimes[media.sequenceNumber, default: []].append(ms)
             }
         }
