@@ -268,6 +268,34 @@ def judge_track(sink, since, name, size=(320, 240)):
     return not bad, "; ".join(bad), seen
 
 
+def instrument(r, sink):
+    """TESSERA_DIAG: records what the receiver r takes, asks and drops (written on a failure)."""
+    if not os.environ.get("TESSERA_DIAG"):
+        return
+    sink.receiver = r
+    sink.diag = diag = []
+    h0, pli0, nack0 = r._handle_rtp_packet, r._send_rtcp_pli, r._send_rtcp_nack
+    async def h(packet, arrival_time_ms):
+        diag.append(("rtp", round(now(), 3), packet.ssrc, packet.payload_type, packet.sequence_number, packet.timestamp, len(packet.payload), packet.marker))
+        return await h0(packet, arrival_time_ms)
+    async def pli(ssrc):
+        diag.append(("pli", round(now(), 3), ssrc))
+        return await pli0(ssrc)
+    async def nack(ssrc, lost):
+        diag.append(("nack", round(now(), 3), ssrc, list(lost)))
+        return await nack0(ssrc, lost)
+    r._handle_rtp_packet, r._send_rtcp_pli, r._send_rtcp_nack = h, pli, nack
+    router = r.transport._rtp_router
+    route0 = router.route_rtp
+    def route(packet):
+        got = route0(packet)
+        if got is None:
+            diag.append(("dropped", round(now(), 3), packet.ssrc, packet.payload_type, packet.sequence_number))
+        return got
+    router.route_rtp = route
+    sink.router = router
+
+
 async def view_track(args, publisher, pcs):
     """A receive-only aiortc peer on viewers?participant=publisher&source=camera: (sink, location, t_post, error)."""
     pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
@@ -275,6 +303,7 @@ async def view_track(args, publisher, pcs):
     vt = pc.addTransceiver("video", direction="recvonly")
     vt.setCodecPreferences([c for c in RTCRtpSender.getCapabilities("video").codecs if c.mimeType.lower() in ("video/vp8", "video/rtx")])
     sink = Sink()
+    instrument(vt.receiver, sink)
     tasks = []
 
     @pc.on("track")
@@ -301,10 +330,12 @@ async def add_receiver(p):
                                      if c.mimeType.lower() in ("video/vp8", "video/rtx")])
     p.sink_override = sink
     sink.receiver = transceiver.receiver
+    instrument(transceiver.receiver, sink)
     await asyncio.wait_for(pc.setLocalDescription(await pc.createOffer()), 10)
     status, body = await ahttp("PATCH", p.location, pc.localDescription.sdp.encode(), ctype="application/sdp")
     if status != 200:
         return sink, None, "PATCH with a renegotiation offer: want 200, got %s: %s" % (status, body[:300])
+    sink.answer = body
     await asyncio.wait_for(pc.setRemoteDescription(RTCSessionDescription(body, "answer")), 5)
     return sink, transceiver.mid, None
 
@@ -467,6 +498,13 @@ async def scenario(args, peers, out):
         """None once `sink` decodes alice's camera as sent (bounded at 8 s), else why not."""
         ok, _, detail, data = await wait_for(lambda: judge_track(sink, since, "alice"), 8, interval=0.02)
         res[key + "MsPostToFirstFrame"], res[key + "Seen"] = E.ms(since, sink.t_first), data
+        if not ok and getattr(sink, "diag", None) is not None:
+            with open("/tmp/diag-%d.json" % os.getpid(), "w") as f:
+                rt = sink.router
+                json.dump({"since": since, "frames": sink.frames, "diag": sink.diag, "answer": getattr(sink, "answer", None),
+                           "ssrc_table": {str(k): id(v) for k, v in rt.ssrc_table.items()},
+                           "pt_table": {str(k): [id(v) for v in vs] for k, vs in rt.payload_type_table.items()},
+                           "me": id(sink.receiver), "rtx": {str(k): v for k, v in sink.receiver._RTCRtpReceiver__rtx_ssrc.items()}}, f)
         return None if ok else "%s 8 s after its POST: %s" % (what, detail)
 
     viewers = []
