@@ -106,8 +106,8 @@ public struct RetransmissionBuffer: Sendable {
         var sequenceNumber: UInt16
         var sentAt: Instant
         var lastResentAt: Instant?
-        /// Times it was resent: every third resend is the original bytes (see `resend`).
-        var resends = 0
+        /// Whether its last resend was on the RTX stream.
+        var lastResentAsRTX = false
         var bytes: [UInt8]
     }
 
@@ -126,6 +126,9 @@ public struct RetransmissionBuffer: Sendable {
     public var roundTripTime: Duration?
     /// Packets resent so far.
     public private(set) var packetsResent: Int64 = 0
+    /// RTX resends, and requests for a packet whose last resend was RTX (see `resend`).
+    private var rtxResends = 0
+    private var rtxResendsAskedAgain = 0
     /// Requested packets not resent: unknown, too old, paced or over the byte budget.
     public private(set) var requestsRefused: Int64 = 0
     /// Requested packets that no resend can bring any more: unknown or too old (not those paced
@@ -170,7 +173,7 @@ public struct RetransmissionBuffer: Sendable {
     }
 
     /// The packets to send in answer to `nack`, serialized and in the NACK's order: RTX packets
-    /// when RTX is configured (a packet's third resend, its sixth…: the original bytes), else
+    /// when RTX is configured (the original bytes for a receiver that seems not to take RTX), else
     /// the original bytes. Paced and budgeted (see the type).
     public mutating func retransmissions(for nack: GenericNACK, now: Instant) -> [[UInt8]] {
         refillTokens(now: now)
@@ -202,15 +205,17 @@ public struct RetransmissionBuffer: Sendable {
             return nil
         }
         var bytes = slot.bytes
-        // A receiver that asks again for a packet resent as RTX may not be taking RTX at all:
-        // aiortc routes an RTX packet by its payload type alone, so never on a second video
-        // m-line that shares the first's RTX type, and waits at the hole until its jitter buffer
-        // overflows (128 packets: 8 s of a small camera). So a packet's third resend, its
-        // sixth…, is its original bytes on the media stream (RFC 4588 §1's "same stream"
-        // repair, which a receiver takes as a late packet). A receiver that takes RTX asks a
-        // third time only when two resends were lost, so its reports are seldom touched (an
-        // in-stream repair counts as received, not lost, and its lateness as jitter).
-        let asRTX = rtx.flatMap { slot.resends % 3 == 2 ? nil : $0 }
+        // A receiver may not take RTX at all: aiortc routes an RTX packet by its payload type
+        // alone, so never on a second video m-line that shares the first's RTX type, and waits
+        // at the hole until its jitter buffer overflows (128 packets: 8 s of a small camera).
+        // Such a receiver asks again for every packet resent as RTX; one that takes RTX, only
+        // for those whose resend was lost. So a packet asked for again after its RTX resend
+        // goes as its original bytes on the media stream (RFC 4588 §1's "same stream" repair,
+        // taken as a late packet) while at least half the stream's RTX resends were asked for
+        // again; else on RTX again (an in-stream repair counts in the receiver's reports as
+        // received, not lost, and its lateness as jitter).
+        let askedAgainAfterRTX = slot.lastResentAsRTX
+        let asRTX = rtx.flatMap { askedAgainAfterRTX && (rtxResendsAskedAgain + 1) * 2 >= rtxResends ? nil : $0 }
         if let rtx = asRTX {
             guard let original = try? RTPPacket.parse(slot.bytes) else {
                 requestsRefused += 1
@@ -230,9 +235,15 @@ public struct RetransmissionBuffer: Sendable {
             return nil
         }
         tokens -= Double(bytes.count)
-        if asRTX != nil { nextRTXSequenceNumber &+= 1 }
+        if askedAgainAfterRTX { rtxResendsAskedAgain += 1 }
+        if asRTX != nil {
+            nextRTXSequenceNumber &+= 1
+            rtxResends += 1
+            // The share follows the receiver of late: the counts halve as they grow.
+            if rtxResends >= 128 { (rtxResends, rtxResendsAskedAgain) = (rtxResends / 2, rtxResendsAskedAgain / 2) }
+        }
         slot.lastResentAt = now
-        slot.resends += 1
+        slot.lastResentAsRTX = asRTX != nil
         slots[index] = slot
         packetsResent += 1
         return bytes

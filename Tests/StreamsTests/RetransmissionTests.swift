@@ -78,21 +78,29 @@ import Wire
     }
 
     /// 100 identical NACKs, one per millisecond: each packet goes out at most once per 10 ms.
-    /// A packet asked for a third time comes as its original bytes (a receiver may drop RTX it
-    /// cannot route: aiortc on a second video m-line), then as RTX again.
-    @Test func aPacketAskedForAgainIsResentAlternatelyAsItsOriginalBytes() throws {
-        var buffer = RetransmissionBuffer(rtx: Self.rtx, firstRTXSequenceNumber: 40)
-        let original = try Self.richPacket(sequenceNumber: 7).serialized()
-        buffer.packetSent(original, now: at(0))
-        let nack = GenericNACK(senderSSRC: 9, mediaSSRC: 0x1111, lostSequenceNumbers: [7])
-        let resends = [20, 120, 220, 320, 420, 520].map { buffer.retransmissions(for: nack, now: at($0)) }
-        #expect(resends.map(\.count) == [1, 1, 1, 1, 1, 1])
-        let packets = try resends.map { try RTPPacket.parse($0[0]) }
-        #expect(packets.map(\.ssrc.rawValue) == [0x2222, 0x2222, 0x1111, 0x2222, 0x2222, 0x1111])
-        #expect(resends[2][0] == original && resends[5][0] == original)
-        #expect(packets.map(\.sequenceNumber) == [40, 41, 7, 42, 43, 7], "the RTX stream counts only its own packets")
-        #expect(try RTXPacket.unwrap(packets[3], configuration: Self.rtx, mediaSSRC: 0x1111).serialized() == original)
-        #expect(buffer.packetsResent == 6)
+    /// A receiver that asks again for every packet resent as RTX (aiortc cannot route RTX on a
+    /// second video m-line) gets the original bytes the second time; one that asks again only
+    /// for the odd RTX resend lost on the way gets RTX again.
+    @Test func aPacketAskedForAgainComesAsItsOriginalBytesWhenRTXSeemsNotToArrive() throws {
+        func resends(askedAgain: Set<UInt16>) throws -> [UInt16: [UInt32]] {
+            var buffer = RetransmissionBuffer(rtx: Self.rtx, firstRTXSequenceNumber: 40)
+            for sequence: UInt16 in 0..<20 { buffer.packetSent(try Self.richPacket(sequenceNumber: sequence).serialized(), now: at(0)) }
+            var ssrcs: [UInt16: [UInt32]] = [:]
+            for sequence: UInt16 in 0..<20 {
+                let nack = GenericNACK(senderSSRC: 9, mediaSSRC: 0x1111, lostSequenceNumbers: [sequence])
+                for attempt in 0..<(askedAgain.contains(sequence) ? 3 : 1) {
+                    for bytes in buffer.retransmissions(for: nack, now: at(10 + Int(sequence) * 30 + attempt * 10)) {
+                        ssrcs[sequence, default: []].append(try RTPPacket.parse(bytes).ssrc.rawValue)
+                    }
+                }
+            }
+            return ssrcs
+        }
+        let ignoringRTX = try resends(askedAgain: Set(0..<20))
+        for sequence: UInt16 in 0..<20 { #expect(ignoringRTX[sequence] == [0x2222, 0x1111, 0x2222], "packet \(sequence)") }
+        let takingRTX = try resends(askedAgain: [12])
+        #expect(takingRTX[12] == [0x2222, 0x2222, 0x2222])
+        #expect(takingRTX.values.allSatisfy { $0.allSatisfy { $0 == 0x2222 } })
     }
 
     @Test func nackStormResendsEachPacketAtMostOncePerPacingInterval() throws {
