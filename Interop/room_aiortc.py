@@ -29,6 +29,10 @@ blue, with a small moving bar so VP8 keeps sending). Checks, in order, each boun
               is a grid of two (red and blue side by side, no green); the viewer of bob's camera
               is closed (its resource answers DELETE with 404)
 
+With TESSERA_DIAG=FILE, a subscription or viewer that decodes nothing leaves in FILE every RTP
+packet its receiver took, its NACKs and PLIs, the packets its transport dropped unrouted, and the
+routing tables.
+
 Prints one JSON line of measurements on stdout; exit 0 only when every check passed, otherwise 1
 with `room_aiortc: FAIL <check>: <detail>` lines on stderr. The whole run is bounded by --timeout.
 
@@ -269,7 +273,8 @@ def judge_track(sink, since, name, size=(320, 240)):
 
 
 def instrument(r, sink):
-    """TESSERA_DIAG: records what the receiver r takes, asks and drops (written on a failure)."""
+    """With TESSERA_DIAG=FILE: records what the receiver r takes, asks for and what its transport
+    drops unrouted, for `write_diagnosis` (how the subscription's RTX was found unroutable)."""
     if not os.environ.get("TESSERA_DIAG"):
         return
     sink.receiver = r
@@ -294,6 +299,21 @@ def instrument(r, sink):
         return got
     router.route_rtp = route
     sink.router = router
+
+
+def write_diagnosis(sink, since):
+    """With TESSERA_DIAG=FILE: what `instrument` recorded for a sink that decoded nothing, with
+    the answer and the transport's routing tables, as JSON in FILE."""
+    path = os.environ.get("TESSERA_DIAG")
+    if not path or getattr(sink, "diag", None) is None:
+        return
+    router = sink.router
+    with open(path, "w") as f:
+        json.dump({"since": since, "frames": sink.frames, "events": sink.diag, "answer": getattr(sink, "answer", None),
+                   "receiver": id(sink.receiver),
+                   "ssrcTable": {str(k): id(v) for k, v in router.ssrc_table.items()},
+                   "payloadTypeTable": {str(k): [id(v) for v in vs] for k, vs in router.payload_type_table.items()},
+                   "rtxSSRCs": {str(k): v for k, v in sink.receiver._RTCRtpReceiver__rtx_ssrc.items()}}, f)
 
 
 async def view_track(args, publisher, pcs):
@@ -485,7 +505,8 @@ async def scenario(args, peers, out):
         res["aliceTones"] = data
         if not ok:
             c["hear"] = "alice 2.5 s after the PATCH: %s (shares %s)" % (detail, data)
-        ok, detail, data = judge_audio(C, ["alice", "bob"], ["carol"], t0 + 0.1, 1.0)
+        # Waited for too: on a busy machine carol's aiortc may not have taken a second of audio yet.
+        ok, _, detail, data = await wait_for(lambda: judge_audio(C, ["alice", "bob"], ["carol"], t0 + 0.1, 1.0), 2.5)
         res["carolTones"] = data
         if not ok:
             c["hear"] = (c.get("hear") or "") + " carol (should be unchanged): %s" % detail
@@ -498,13 +519,8 @@ async def scenario(args, peers, out):
         """None once `sink` decodes alice's camera as sent (bounded at 8 s), else why not."""
         ok, _, detail, data = await wait_for(lambda: judge_track(sink, since, "alice"), 8, interval=0.02)
         res[key + "MsPostToFirstFrame"], res[key + "Seen"] = E.ms(since, sink.t_first), data
-        if not ok and getattr(sink, "diag", None) is not None:
-            with open("/tmp/diag-%d.json" % os.getpid(), "w") as f:
-                rt = sink.router
-                json.dump({"since": since, "frames": sink.frames, "diag": sink.diag, "answer": getattr(sink, "answer", None),
-                           "ssrc_table": {str(k): id(v) for k, v in rt.ssrc_table.items()},
-                           "pt_table": {str(k): [id(v) for v in vs] for k, vs in rt.payload_type_table.items()},
-                           "me": id(sink.receiver), "rtx": {str(k): v for k, v in sink.receiver._RTCRtpReceiver__rtx_ssrc.items()}}, f)
+        if not ok:
+            write_diagnosis(sink, since)
         return None if ok else "%s 8 s after its POST: %s" % (what, detail)
 
     viewers = []
