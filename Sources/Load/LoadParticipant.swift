@@ -488,15 +488,12 @@ final class LoadParticipant {
     private func readSocket() {
         guard let socket else { return }
         let now = self.now
-        for _ in 0..<16 {  // bounded: a flood cannot hold the loop
-            let batch = socket.receiveBatch()
-            if batch.isEmpty { break }
-            for datagram in batch where datagram.source == answer?.candidate && !model.isDark(now) {
-                if network != nil, Self.isMedia(datagram.bytes) {
-                    network?.inbound.send(datagram, now: now)
-                } else {
-                    transport?.handleDatagram(datagram.bytes, from: datagram.source, now: now)
-                }
+        socket.receive(from: answer?.candidate) { datagram in
+            if model.isDark(now) { return }  // `--blackout`: nothing gets through
+            if network != nil, Self.isMedia(datagram.bytes) {
+                network?.inbound.send(datagram, now: now)
+            } else {
+                transport?.handleDatagram(datagram.bytes, from: datagram.source, now: now)
             }
         }
         service(now: now)
@@ -569,8 +566,7 @@ final class LoadParticipant {
 
     private func flush() {
         guard let transport, let socket else { return }
-        var datagrams: [Datagram] = []
-        while let transmit = transport.pollTransmit() { datagrams.append(transmit) }
+        var datagrams: [Datagram] = transport.takeTransmits()
         if var network {
             let now = self.now
             for datagram in datagrams where Self.isMedia(datagram.bytes) { network.outbound.send(datagram, now: now) }

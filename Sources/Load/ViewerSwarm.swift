@@ -197,13 +197,7 @@ private final class SwarmViewer {
     private func readSocket() {
         guard let socket else { return }
         let now = loop.clock.now()
-        for _ in 0..<16 {
-            let batch = socket.receiveBatch()
-            if batch.isEmpty { break }
-            for datagram in batch where datagram.source == answer?.candidate {
-                transport?.handleDatagram(datagram.bytes, from: datagram.source, now: now)
-            }
-        }
+        socket.receive(from: answer?.candidate) { transport?.handleDatagram($0.bytes, from: $0.source, now: now) }
         service(now: now)
     }
 
@@ -224,9 +218,8 @@ private final class SwarmViewer {
             for compound in receiver.pollRTCP(now: now) { _ = live.sendRTCP(compound) }
             self.receiver = receiver
         }
-        var datagrams: [PeerTransport.Transmit] = []
-        while let transmit = live.pollTransmit() { datagrams.append(transmit) }
-        if !datagrams.isEmpty { _ = socket.send(datagrams) }
+        let datagrams = live.takeTransmits()
+        if !datagrams.isEmpty { socket.send(datagrams) }
         let due = [live.nextTimeout(now: now), receiver?.nextTimeout].compactMap { $0 }.min()
         if let due { timer.arm(at: due) }
     }

@@ -336,9 +336,8 @@ final class UpstreamPull {
 
     func flush() {
         guard let transport, let socket else { return }
-        var datagrams: [PeerTransport.Transmit] = []
-        while let transmit = transport.pollTransmit() { datagrams.append(transmit) }
-        if !datagrams.isEmpty { _ = socket.send(datagrams) }
+        let datagrams = transport.takeTransmits()
+        if !datagrams.isEmpty { socket.send(datagrams) }
     }
 
     private func fail(_ why: String) {
@@ -357,13 +356,7 @@ final class UpstreamPull {
     private func readSocket() {
         guard let socket else { return }
         let now = loop.clock.now()
-        for _ in 0..<16 {  // bounded: a flood cannot hold the loop
-            let batch = socket.receiveBatch()
-            if batch.isEmpty { break }
-            for datagram in batch where datagram.source == answer?.candidate {
-                transport?.handleDatagram(datagram.bytes, from: datagram.source, now: now)
-            }
-        }
+        socket.receive(from: answer?.candidate) { transport?.handleDatagram($0.bytes, from: $0.source, now: now) }
         service(now: now)
     }
 

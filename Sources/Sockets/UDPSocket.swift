@@ -85,6 +85,17 @@ public final class UDPSocket {
         return datagrams
     }
 
+    /// Reads what is waiting in at most `batches` batches (a flood cannot hold the loop), and
+    /// hands `take` those that came from `source` (a client's one host: anything else is a
+    /// stranger's).
+    public func receive(from source: TransportAddress?, batches: Int = 16, _ take: (Datagram) -> Void) {
+        for _ in 0..<batches {
+            let batch = receiveBatch()
+            if batch.isEmpty { return }
+            for datagram in batch where datagram.source == source { take(datagram) }
+        }
+    }
+
     /// Sends datagrams in batches; returns how many the kernel took (the rest are dropped, as
     /// UDP would drop them under load). The payloads are read in place: no copy is made.
     @discardableResult

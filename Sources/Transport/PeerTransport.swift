@@ -153,6 +153,14 @@ public final class PeerTransport {
 
     public func pollTransmit() -> Transmit? { transmits.popFirst() }
 
+    /// Every datagram queued to send, in order (for one `sendmmsg`).
+    public func takeTransmits() -> [Transmit] {
+        var all: [Transmit] = []
+        all.reserveCapacity(transmits.count)
+        while let transmit = transmits.popFirst() { all.append(transmit) }
+        return all
+    }
+
     public func pollEvent() -> Event? { events.popFirst() }
 
     /// Protects and queues an RTP packet; false when the session cannot send yet.
