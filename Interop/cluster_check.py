@@ -339,6 +339,11 @@ def page_rejoin_failover(cluster, tmp, figures):
         if not check("the page, loaded from one host, joins its room on another (307) and decodes the composite", bool(decoding),
                      f"attached {bool(attached)}, joined {bool(joined)}, page says {evaluate(seen) if attached else None}"):
             return None
+        # Every text the connection indicator shows from now on, however briefly (a rejoin that
+        # succeeds at once shows "Reconnecting…" for less than a poll's interval).
+        evaluate("(() => { window.shownSinceKill = []; const el = document.getElementById('connection');"
+                 " new MutationObserver(() => shownSinceKill.push(el.textContent)).observe(el, {childList: true, characterData: true, subtree: true});"
+                 " return true; })()")
         cluster.hosts[owner].kill()
         killed = time.monotonic()
         shown = set()
@@ -347,6 +352,7 @@ def page_rejoin_failover(cluster, tmp, figures):
             if not value:
                 return None
             shown.add(value["shown"])
+            shown.update(evaluate("window.shownSinceKill || []") or [])
             return value if value["rejoins"] >= 1 and value["pc"] == "connected" else None
         rejoined = wait_until(back, 45, 0.25)
         connected_after = time.monotonic() - killed
