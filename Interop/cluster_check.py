@@ -19,7 +19,10 @@ viewer cascade on three fresh hosts: an owner o and two edge hosts e1 and e2 (`"
 an aiortc guest at o sends a red picture and a 440 Hz tone; at each edge an aiortc viewer decodes
 the composite (red at its centre) and hears the tone in the mix, and `tessera view` viewers count
 composite frames and mix packets; the owner counts one viewer per edge; an edge stops pulling
-about 10 s after its last viewer left; when the owner is killed, the edge ends its viewers. Prints the
+about 10 s after its last viewer left; when the owner is killed, the edge ends its viewers. Then
+auth on two fresh hosts sharing one `auth.secret`: a join without a token is refused; the page,
+its token in the invite link, loaded from one host, joins its room on the other (a cross-origin
+307) and decodes the composite. Prints the
 figures docs/cluster.md gives (time to re-place a room, redirect overhead on join time) and
 `cluster: N passed, N failed`; exits non-zero when anything failed. Every wait is bounded.
 
@@ -139,7 +142,7 @@ class Cluster:
             self.redis.kill()
             self.redis.wait(10)
 
-    def start_host(self, node, extra=(), edge=False):
+    def start_host(self, node, extra=(), edge=False, auth=None):
         config = {
             "http": {"listen": f"127.0.0.1:{NODES[node]}"},
             "media": {"listen": f"127.0.0.1:{NODES[node] + 43000}", "tcpListen": "off"},
@@ -147,6 +150,8 @@ class Cluster:
             "recordings": {"folder": os.path.join(self.tmp, f"recordings-{node}")},
             "cluster": {"redis": f"redis://127.0.0.1:{REDIS_PORT}", "node": node, "url": url_of(node), "edge": edge},
         }
+        if auth:
+            config["auth"] = auth
         path = os.path.join(self.tmp, f"{node}.json")
         with open(path, "w") as f:
             json.dump(config, f)
@@ -282,48 +287,45 @@ def load_rejoin_failover(cluster, tmp, figures):
     return next((n for n in NODES if n != victim and cluster.alive(n)), None)
 
 
-def page_rejoin_failover(cluster, tmp, figures):
-    """The host's page, in headless Chromium, loaded from one host while its room is on another;
-    the room's host is killed (kill -9): the page shows that it is reconnecting, joins again
-    through the host it came from, lands on a live host and decodes the composite there.
-    Returns a host still alive (not the one killed)."""
-    try:
+class PageInChromium:
+    """The host's page in headless Chromium, loaded at `url` and driven over DevTools (the
+    import fails with ImportError where Chromium's driver is missing)."""
+    # `state` is the page script's own (app.js): what it shows and where its session is.
+    SEEN = ("(typeof state === 'undefined' ? null : {rejoins: state.rejoins, pc: state.pc?.connectionState ?? null,"
+            " shown: document.getElementById('connection').textContent, location: state.location})")
+
+    def __init__(self, tmp, url, name="chromium"):
         sys.dont_write_bytecode = True
         sys.path.insert(0, HERE)
         import echo_chromium as C
         from page_chromium import DevTools
-    except ImportError as error:
-        check("the page rejoins after its room's host is killed", False, f"cannot drive Chromium ({error}): scripts/setup.sh test installs it")
-        return None
-    # The room is placed first (a join that never connects keeps it open 20 s), so that the page
-    # can be loaded from another host.
-    status, final, _, _, _ = join(url_of("a"), "pagefail", "holder")
-    owner = node_of(final)
-    home = next((n for n in NODES if n != owner and cluster.alive(n)), None)
-    if not check("the page's room is placed, and another host is alive to load the page from", status == 201 and home is not None,
-                 f"{status} at {final}"):
-        return None
-    page = f"{url_of(home)}/?room=pagefail&identity=page&autojoin=1"
-    profile = os.path.join(tmp, "chromium")
-    log = open(os.path.join(tmp, "chromium.log"), "wb")
-    dev = DevTools([C.chromium_binary(), *C.CHROMIUM_FLAGS, "--user-data-dir=" + profile, page], dict(os.environ, HOME=tmp), log)
-    def evaluate(expression, timeout=10):
+        self.origin = "{0.scheme}://{0.netloc}".format(urllib.parse.urlsplit(url))
+        self.log = open(os.path.join(tmp, name + ".log"), "wb")
+        self.dev = DevTools([C.chromium_binary(), *C.CHROMIUM_FLAGS, "--user-data-dir=" + os.path.join(tmp, name), url],
+                            dict(os.environ, HOME=tmp), self.log)
+
+    def evaluate(self, expression, timeout=10):
         """The expression's value in the page; None while it cannot answer (loading)."""
         try:
-            return dev.evaluate(dev.session, expression, timeout)
+            return self.dev.evaluate(self.dev.session, expression, timeout)
         except RuntimeError:
             return None
-    def frames():
-        return (evaluate("window.tessera ? tessera.selfCheck() : null") or {}).get("composite", {}).get("framesDecoded", 0)
-    # `state` is the page script's own (app.js): what it shows and where its session is.
-    seen = "(typeof state === 'undefined' ? null : {rejoins: state.rejoins, pc: state.pc?.connectionState ?? null, shown: document.getElementById('connection').textContent, location: state.location})"
-    try:
-        def attach():
+
+    def seen(self):
+        return self.evaluate(self.SEEN)
+
+    def frames(self):
+        return (self.evaluate("window.tessera ? tessera.selfCheck() : null") or {}).get("composite", {}).get("framesDecoded", 0)
+
+    def attach(self, timeout=40):
+        """True once attached to the page's target (Chromium starts slowly on a busy machine)."""
+        dev = self.dev
+        def once():
             try:
                 targets = dev.call("Target.getTargets")["targetInfos"]
-            except RuntimeError:  # Chromium still starting (slow on a busy machine)
+            except RuntimeError:  # Chromium still starting
                 return None
-            target = next((t for t in targets if t["type"] == "page" and t["url"].startswith(url_of(home))), None)
+            target = next((t for t in targets if t["type"] == "page" and t["url"].startswith(self.origin)), None)
             if not target:
                 return None
             try:
@@ -332,48 +334,120 @@ def page_rejoin_failover(cluster, tmp, figures):
             except RuntimeError:
                 return None
             return True
-        attached = wait_until(attach, 40, 0.2)
-        joined = attached and wait_until(lambda: (lambda v: v and v["pc"] == "connected" and node_of(v["location"] or "") == owner)(
-            evaluate(seen)), 20, 0.25)
-        decoding = joined and wait_until(lambda: frames() > 10, 15, 0.5)
-        if not check("the page, loaded from one host, joins its room on another (307) and decodes the composite", bool(decoding),
-                     f"attached {bool(attached)}, joined {bool(joined)}, page says {evaluate(seen) if attached else None}"):
+        return bool(wait_until(once, timeout, 0.2))
+
+    def decodes_on(self, owner):
+        """True once the page is connected with its session on `owner` and has decoded frames of the composite."""
+        joined = wait_until(lambda: (lambda v: v and v["pc"] == "connected" and node_of(v["location"] or "") == owner)(self.seen()), 20, 0.25)
+        return bool(joined) and bool(wait_until(lambda: self.frames() > 10, 15, 0.5))
+
+    def close(self):
+        try:
+            self.dev.evaluate(self.dev.session, "leave()", 3)
+        except Exception:
+            pass
+        self.dev.stop()
+        self.log.close()
+
+
+def page_rejoin_failover(cluster, tmp, figures):
+    """The host's page, in headless Chromium, loaded from one host while its room is on another;
+    the room's host is killed (kill -9): the page shows that it is reconnecting, joins again
+    through the host it came from, lands on a live host and decodes the composite there.
+    Returns a host still alive (not the one killed)."""
+    # The room is placed first (a join that never connects keeps it open 20 s), so that the page
+    # can be loaded from another host.
+    status, final, _, _, _ = join(url_of("a"), "pagefail", "holder")
+    owner = node_of(final)
+    home = next((n for n in NODES if n != owner and cluster.alive(n)), None)
+    if not check("the page's room is placed, and another host is alive to load the page from", status == 201 and home is not None,
+                 f"{status} at {final}"):
+        return None
+    try:
+        page = PageInChromium(tmp, f"{url_of(home)}/?room=pagefail&identity=page&autojoin=1")
+    except ImportError as error:
+        check("the page rejoins after its room's host is killed", False, f"cannot drive Chromium ({error}): scripts/setup.sh test installs it")
+        return None
+    try:
+        attached = page.attach()
+        if not check("the page, loaded from one host, joins its room on another (307) and decodes the composite",
+                     attached and page.decodes_on(owner), f"attached {attached}, page says {page.seen() if attached else None}"):
             return None
         # Every text the connection indicator shows from now on, however briefly (a rejoin that
         # succeeds at once shows "Reconnecting…" for less than a poll's interval).
-        evaluate("(() => { window.shownSinceKill = []; const el = document.getElementById('connection');"
-                 " new MutationObserver(() => shownSinceKill.push(el.textContent)).observe(el, {childList: true, characterData: true, subtree: true});"
-                 " return true; })()")
+        page.evaluate("(() => { window.shownSinceKill = []; const el = document.getElementById('connection');"
+                      " new MutationObserver(() => shownSinceKill.push(el.textContent)).observe(el, {childList: true, characterData: true, subtree: true});"
+                      " return true; })()")
         cluster.hosts[owner].kill()
         killed = time.monotonic()
         shown = set()
         def back():
-            value = evaluate(seen)
+            value = page.seen()
             if not value:
                 return None
             shown.add(value["shown"])
-            shown.update(evaluate("window.shownSinceKill || []") or [])
+            shown.update(page.evaluate("window.shownSinceKill || []") or [])
             return value if value["rejoins"] >= 1 and value["pc"] == "connected" else None
         rejoined = wait_until(back, 45, 0.25)
         connected_after = time.monotonic() - killed
-        before = frames()
-        flowing = rejoined and wait_until(lambda: frames() > before + 10, 15, 0.25)
+        before = page.frames()
+        flowing = rejoined and wait_until(lambda: page.frames() > before + 10, 15, 0.25)
         media_after = time.monotonic() - killed
         new_host = node_of((rejoined or {}).get("location") or "")
         check("kill -9 of the page's room host: the page shows it is reconnecting, rejoins through its own host on a live host, and decodes there",
               bool(flowing) and new_host not in (None, owner) and any(text.startswith("Reconnecting") for text in shown),
-              f"page says {rejoined}, shown {sorted(shown)}, composite flowing {bool(flowing)}; console {list(dev.console)[-5:]}")
+              f"page says {rejoined}, shown {sorted(shown)}, composite flowing {bool(flowing)}; console {list(page.dev.console)[-5:]}")
         if flowing:
             figures["the page: kill -9 of its room's host to connected again / composite decoded again, s"] = \
                 f"{connected_after:.1f} / {media_after:.1f}"
         return next((n for n in NODES if n != owner and cluster.alive(n)), None)
     finally:
-        try:
-            dev.evaluate(dev.session, "leave()", 3)
-        except Exception:
-            pass
-        dev.stop()
-        log.close()
+        page.close()
+
+
+SECURE = {"p": 8087, "q": 8088}
+
+
+def auth_across_hosts(cluster, tmp):
+    """Two hosts with auth on (one `auth.secret`): a join without a token is refused at either;
+    the page, given a token in its invite link and loaded from one host, joins its room on the
+    other through a cross-origin 307 (a browser drops the Authorization header there: the page
+    sends the token in the query) and decodes the composite."""
+    NODES.update(SECURE)
+    secret = {"secret": "cluster-check-" + os.urandom(8).hex()}
+    if not check("auth: two hosts start with one auth.secret", all(cluster.start_host(n, auth=secret) for n in SECURE)):
+        return
+    config = os.path.join(tmp, "p.json")
+    def token(identity, *admin):
+        return subprocess.run([cluster.tessera, "token", "--config", config, "--room", "secure", "--identity", identity, *admin],
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+    # Placement sees only these two (the cascade's killed owner's record lapses within 5 s).
+    admin = {"Authorization": "Bearer " + token("ops", "--admin")}
+    def nodes():
+        status, _, data = request("GET", url_of("p") + "/v1/rooms", headers=admin)
+        return status == 200 and sorted(n["name"] for n in json.loads(data).get("nodes", [])) == sorted(SECURE)
+    check("auth: GET /v1/rooms with an admin token lists the two nodes", bool(wait_until(nodes, 10, 0.25)))
+    status = join(url_of("q"), "secure", "nobody")[0]
+    check("auth: a join without a token is refused (401)", status == 401, f"{status}")
+    bearer = {"Content-Type": "application/sdp", "Authorization": "Bearer " + token("holder")}
+    status, final, _, _, _ = follow("POST", f"{url_of('p')}/v1/rooms/secure/participants?identity=holder", OFFER, bearer)
+    owner = node_of(final)
+    home = next((n for n in SECURE if n != owner), None)
+    if not check("auth: a join with a token places the room (following a 307 with its header)", status == 201 and owner in SECURE,
+                 f"{status} at {final}"):
+        return
+    try:
+        page = PageInChromium(tmp, f"{url_of(home)}/?room=secure&identity=page&token={token('page')}&autojoin=1", "chromium-auth")
+    except ImportError as error:
+        check("auth: the page joins across hosts with its token", False, f"cannot drive Chromium ({error})")
+        return
+    try:
+        attached = page.attach()
+        check("auth: the page with a token, loaded from one host, joins its room on the other (a cross-origin 307) and decodes the composite",
+              attached and page.decodes_on(owner),
+              f"attached {attached}, page says {page.seen() if attached else None}; console {list(page.dev.console)[-5:]}")
+    finally:
+        page.close()
 
 
 CASCADE = {"o": 8084, "e1": 8085, "e2": 8086}
@@ -735,6 +809,12 @@ def main():
         # The viewer cascade, on fresh hosts: the others go first (their records with them).
         cluster.stop_hosts(list(NODES))
         cascade(cluster)
+        # Auth across hosts, on two more fresh hosts.
+        cluster.stop_hosts(list(NODES))
+        try:
+            auth_across_hosts(cluster, tmp)
+        except Exception as error:  # the browser's driver broke: a failed check, not a crashed run
+            check("auth: the page joins across hosts with its token", False, f"{type(error).__name__}: {error}")
     finally:
         cluster.stop_all()
         for name, value in figures.items():
