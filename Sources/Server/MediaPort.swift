@@ -358,6 +358,6 @@ public final class MediaPort {
     }
 
     private func drainTransmits(of transport: PeerTransport) {
-        while let transmit = transport.pollTransmit() { pendingSends.append(transmit) }  // no array between, per packet
+        while let transmit = transport.pollTransmit() { pendingSends.append(transmit) }
     }
 }
