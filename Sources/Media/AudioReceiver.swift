@@ -135,7 +135,11 @@ public final class AudioReceiver {
             lipSyncSamples -= cut
             if cut == 0 { stretchPause = Self.stretchRetryTicks }
         }
-        if pending.count < tick * channels { pending += [Int16](repeating: 0, count: tick * channels - pending.count) }
+        if pending.isEmpty {
+            pending = silentSamples(tick * channels)
+        } else if pending.count < tick * channels {
+            pending += [Int16](repeating: 0, count: tick * channels - pending.count)
+        }
         let samples: [Int16]
         if pending.count == tick * channels {
             samples = pending
@@ -217,7 +221,16 @@ public final class AudioReceiver {
     }
 
     /// `units` of the clock as silence.
-    private func silence(_ units: Int) -> [Int16] { [Int16](repeating: 0, count: samples(fromClock: units) * channels) }
+    private func silence(_ units: Int) -> [Int16] { silentSamples(samples(fromClock: units) * channels) }
+
+    /// `count` zero samples, one array kept and handed out again: most receivers of a large room
+    /// play silence every tick (hundreds of allocations a tick otherwise); whoever changes it
+    /// copies it first.
+    private func silentSamples(_ count: Int) -> [Int16] {
+        if silenceBuffer.count != count { silenceBuffer = [Int16](repeating: 0, count: count) }
+        return silenceBuffer
+    }
+    private var silenceBuffer: [Int16] = []
 
     private func decode(_ packet: [UInt8]) -> [Int16] {
         do { return try decoder.decode(packet).samples } catch {
