@@ -28,7 +28,7 @@ Interop/run.sh --tessera .build/debug/tessera
 echo "== interop under loss: the aiortc room and the page in Chromium with 5 % loss and 0-50 ms jitter on the host's media socket"
 Interop/run.sh --tessera .build/debug/tessera --peers "room page" --impair '{"loss": 0.05, "jitter": "50ms"}'
 
-echo "== cluster: redis-server and three hosts: placement, 307 redirects (aiortc follows one; a recording fetched at another host), racing first joins, drain, kill -9 failover, tessera load --rejoin and the page rejoining through a kill -9, Redis stopped and back; then an owner and two edge hosts serving viewers (the cascade)"
+echo "== cluster: redis-server and three hosts: placement, 307 redirects (aiortc follows one; a recording fetched at another host), racing first joins, drain, kill -9 failover, tessera load --rejoin and the page rejoining through a kill -9, Redis stopped and back; then an owner and two edge hosts serving viewers (the cascade); then two hosts with auth on and the page joining across them with its token"
 Interop/cluster_check.sh --tessera .build/debug/tessera
 
 # The soak's 2-minute version (scripts/soak.sh 30m is the real one): a debug host on 2 cores holds

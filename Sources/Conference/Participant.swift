@@ -85,3 +85,10 @@ public struct ParticipantSummary: Codable, Sendable, Equatable {
     public let notHeard: [String]
     public let muted: Muted
 }
+
+/// A participant is itself (the mixer keys its members so: hashing a pointer, not an id string,
+/// for every member every 20 ms).
+extension Participant: Hashable {
+    public static func == (lhs: Participant, rhs: Participant) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}

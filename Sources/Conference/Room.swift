@@ -32,7 +32,7 @@ public final class Room {
     public let compositor: VideoCompositor
     public private(set) var layout: LayoutRequest = .preset(.grid)
     /// Per-guest mixes, keyed by participant id.
-    public let mixer: RoomAudioMixer<String>
+    public let mixer: RoomAudioMixer<Participant>
     private var speakerDetector = ActiveSpeakerDetector()
     private var audioTicks = TickSchedule(maximumLateness: Room.audioMaximumLateness)
     private var videoTicks = TickSchedule(maximumLateness: Room.videoMaximumLateness)
@@ -153,7 +153,7 @@ public final class Room {
         participants.append(participant)
         byID[id] = participant
         for (component, error) in participant.inbound.startFailures { startFailures.append((component, error)) }
-        mixer.add(id, receiver: participant.inbound.audioReceiver, listens: participant.outbound.receivesAudio)
+        mixer.add(participant, receiver: participant.inbound.audioReceiver, listens: participant.outbound.receivesAudio)
         refreshHearing()
         switch layout {
         case .preset: applyLayout(publish: true)
@@ -193,7 +193,7 @@ public final class Room {
         for source in wasSending where !participant.inbound.sends(source) || (source == .camera && participant.inbound.cameraTrack !== camera) {
             endForwarding(of: TrackReference(participant: id, source: source), now: now)
         }
-        mixer.add(id, receiver: participant.inbound.audioReceiver, listens: participant.outbound.receivesAudio)
+        mixer.add(participant, receiver: participant.inbound.audioReceiver, listens: participant.outbound.receivesAudio)
         refreshHearing()
         if participant.inbound.cameraTrack !== camera {
             participant.refreshCameraMute()
@@ -233,7 +233,7 @@ public final class Room {
         if !participant.isViewer {
             emit(.event(RoomEvent(.left, room: name, participant: id, identity: participant.identity, reason: reason)))
         }
-        mixer.remove(id)
+        mixer.remove(participant)
         refreshHearing()
         speakerDetector.remove(participant: participant.identity)
         reindexForwarding()
@@ -334,10 +334,10 @@ public final class Room {
 
     /// Tells the mixer whom each participant does not hear and whose voice is muted.
     private func refreshHearing() {
-        let byIdentity = Dictionary(participants.map { ($0.identity, $0.id) }, uniquingKeysWith: { first, _ in first })
+        let byIdentity = Dictionary(participants.map { ($0.identity, $0) }, uniquingKeysWith: { first, _ in first })
         for participant in participants {
-            mixer.setNotHeard(Set(participant.notHeard.compactMap { byIdentity[$0] }), by: participant.id)
-            mixer.setMuted(participant.id, participant.audioMuted)
+            mixer.setNotHeard(Set(participant.notHeard.compactMap { byIdentity[$0] }), by: participant)
+            mixer.setMuted(participant, participant.audioMuted)
         }
     }
 
@@ -528,7 +528,7 @@ public final class Room {
         guard let participant = participant(id: id), let packets = try? RTCPPacket.parseCompound(bytes) else { return }
         participant.inbound.receiveRTCP(packets, now: now)
         let (requests, retransmissions) = participant.outbound.receiveRTCP(packets, now: now)
-        if let loss = participant.outbound.mixLossPercent { mixer.setReportedLoss(id, percent: loss) }
+        if let loss = participant.outbound.mixLossPercent { mixer.setReportedLoss(participant, percent: loss) }
         for bytes in retransmissions { emit(.sendRTP(participant: id, bytes: bytes)) }
         for track in participant.outbound.forwardedKeyFrameRequests(packets) {
             guard let owner = self.participant(id: track.participant) else { continue }
@@ -618,7 +618,7 @@ public final class Room {
             emit(.recordingTick(deadline))
         }
         for participant in participants where participant.state == .secure {
-            guard let payload = packets[participant.id], let bytes = participant.outbound.mixPacket(payload, now: deadline) else { continue }
+            guard let payload = packets[participant], let bytes = participant.outbound.mixPacket(payload, now: deadline) else { continue }
             emit(.sendRTP(participant: participant.id, bytes: bytes))
         }
     }
@@ -652,10 +652,8 @@ public final class Room {
 
     /// Takes one audio tick's levels: a new active speaker is published and moves into the main
     /// tile of a preset that has one.
-    private func followSpeaker(levels: [(member: String, level: Double)], now: Instant) {
-        for (id, level) in levels {
-            if let identity = participant(id: id)?.identity { speakerDetector.update(participant: identity, level: level, now: now) }
-        }
+    private func followSpeaker(levels: [(member: Participant, level: Double)], now: Instant) {
+        for (participant, level) in levels { speakerDetector.update(participant: participant.identity, level: level, now: now) }
         guard let speaker = speakerDetector.evaluate(now: now) else { return }
         emit(.event(RoomEvent(.activeSpeakerChanged, room: name, participant: participant(identity: speaker)?.id, identity: speaker)))
         if case .preset(let preset) = layout, preset != .grid { applyLayout(publish: true) } else { refreshCameraCaps() }

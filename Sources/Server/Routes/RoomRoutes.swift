@@ -25,7 +25,7 @@ extension HostAPI {
             let room = hosted.room, now = loop.clock.now(), levels = room.mixer.levelsLastTick
             let members = room.participants.filter { !$0.isViewer }
                 .map { ParticipantView(summary: $0.summary, tracks: room.tracks(of: $0.id, now: now),
-                                       audioLevel: levels[$0.id].map { ($0 * 10).rounded() / 10 },
+                                       audioLevel: levels[$0].map { ($0 * 10).rounded() / 10 },
                                        speaking: room.activeSpeaker == $0.identity) }
             return RoomView(name: name, participants: members.sorted { $0.summary.identity < $1.summary.identity },
                             viewers: room.participants.count { $0.isViewer }, outputs: room.compositeOutputs, layout: room.currentDescription,
