@@ -27,7 +27,7 @@ final class RoomDirectory {
     let recordings = RecordingLog()
     /// The mixes' Opus complexity, following the media loop's load (sampled every second
     /// while rooms are open).
-    private(set) var audioEncoderLoad = AudioEncoderLoadRule(configured: RoomAudioMixer<String>.Configuration().encoder.complexity)
+    private(set) var audioEncoderLoad = AudioEncoderLoadRule(configured: RoomAudioMixer<Participant>.Configuration().encoder.complexity)
     /// The media loop's busy fraction over the last second.
     private(set) var loopBusy = 0.0
     private var loadTimer: DeadlineTimer?
