@@ -950,16 +950,27 @@ async function rejoinAfterLostSession(ms = 15000) {
   await api("DELETE", location);
   await recover(pc);
   const rejoined = await waitFor(() => state.pc && state.pc !== pc && state.pc.connectionState === "connected", ms);
-  const frames = async () => {
+  const composite = async () => {
     for (const report of (await state.pc?.getStats())?.values() ?? []) {
-      if (report.type === "inbound-rtp" && report.kind === "video" && isComposite(report)) return report.framesDecoded ?? 0;
+      if (report.type === "inbound-rtp" && report.kind === "video" && isComposite(report)) return report;
     }
-    return 0;
+    return null;
   };
-  const before = await frames();
-  await new Promise((resolve) => setTimeout(resolve, 3000));
+  const frames = async () => (await composite())?.framesDecoded ?? 0;
+  // 3 s after the connection is back, sampled so that a failure says whether the first picture
+  // was late or the pictures stopped after it, and what the receiver asked for meanwhile.
+  const before = await frames(), started = Date.now();
+  let firstFrameMs = null;
+  while (Date.now() - started < 3000) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    if (firstFrameMs === null && await frames() > before) firstFrameMs = Date.now() - started;
+  }
+  const r = await composite();
+  const receiver = r && { packetsReceived: r.packetsReceived, packetsLost: r.packetsLost, nacks: r.nackCount, plis: r.pliCount,
+                          keyFramesDecoded: r.keyFramesDecoded, framesReceived: r.framesReceived, framesDropped: r.framesDropped,
+                          freezes: r.freezeCount, size: `${r.frameWidth}x${r.frameHeight}` };
   return { rejoined, connection: state.pc?.connectionState, newSession: !!state.location && state.location !== location,
-           status: $("status").textContent, before, after: await frames() };
+           status: $("status").textContent, before, after: r?.framesDecoded ?? 0, firstFrameMs, receiver };
 }
 
 // What a person sees, for tests and diagnosis: the pinned guest's picture (its size and the
