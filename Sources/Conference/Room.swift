@@ -460,8 +460,7 @@ public final class Room {
             let cap = layered.map { participant.inbound.sends(.screen) ? $0 + cameraBitrateRule.maximum : $0 }
             guard participant.inbound.setCameraBitrateCap(cap), participant.state == .secure else { continue }
             // Only a secure participant's RTCP is serviced: one still connecting hears its cap at `secure`.
-            participant.rtcpDue = participant.inbound.nextTimeout
-            if let due = participant.rtcpDue, due < (soonestRTCP ?? due + .seconds(1)) { soonestRTCP = due }
+            scheduleRTCP(participant)
         }
     }
 
@@ -494,7 +493,7 @@ public final class Room {
         case nil:
             break
         }
-        serviceRTCP(participant, now: now)
+        serviceRTCPIfDue(participant, now: now)
     }
 
     /// The shell's decoder finished one of the room's decode jobs (`RoomOutput.decode`): a camera's
@@ -580,6 +579,20 @@ public final class Room {
         for compound in participant.inbound.pollRTCP(now: now, senderReports: outbound.senderReports) {
             emit(.sendRTCP(participant: participant.id, bytes: compound))
         }
+        scheduleRTCP(participant)
+    }
+
+    /// After a media packet: the participant's RTCP goes now only when the packet made some due
+    /// (a NACK for a gap it showed, a key frame request); else the room's timeout sends it at
+    /// its time. Polling at every packet built and dropped every stream's feedback lists for
+    /// nothing: 25,000 times a second in an audio room of 500.
+    private func serviceRTCPIfDue(_ participant: Participant, now: Instant) {
+        guard participant.state == .secure else { return }
+        if let due = participant.inbound.nextTimeout, due <= now { serviceRTCP(participant, now: now) } else { scheduleRTCP(participant) }
+    }
+
+    /// Notes when the participant's RTCP is next due, for `nextTimeout`.
+    private func scheduleRTCP(_ participant: Participant) {
         participant.rtcpDue = participant.inbound.nextTimeout
         if let due = participant.rtcpDue, due < (soonestRTCP ?? due + .seconds(1)) { soonestRTCP = due }
     }

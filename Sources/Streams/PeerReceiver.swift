@@ -195,7 +195,13 @@ public struct PeerReceiver: Sendable {
 
     /// When `pollRTCP` next has something to send.
     public var nextTimeout: Instant? {
-        ([scheduler.nextReportAt, transportFeedback.nextTimeout].compactMap { $0 } + streams.compactMap(\.nextTimeout)).min()
+        // Asked after every packet: a plain loop, no arrays built.
+        var next = scheduler.nextReportAt
+        if let feedback = transportFeedback.nextTimeout, feedback < next { next = feedback }
+        for index in streams.indices {
+            if let due = streams[index].nextTimeout, due < next { next = due }
+        }
+        return next
     }
 
     /// Reception statistics of each source, for metrics.
