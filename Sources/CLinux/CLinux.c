@@ -1,7 +1,10 @@
 #define _GNU_SOURCE
 #include "CLinux.h"
+#include <pthread.h>
 #include <string.h>
 #include <sys/uio.h>
+
+int tessera_name_this_thread(const char *name) { return pthread_setname_np(pthread_self(), name); }
 
 enum { TESSERA_MAX_BATCH = 64 };
 

@@ -139,6 +139,11 @@ public struct LoadReport: Codable, Sendable {
         public var hostPacketsLost: Double?
         public var loadGeneratorCPU: Double
         public var loadGeneratorCPUPerParticipant: Double
+        /// How late the load generator's own 20 ms send tick fired at worst, and when (seconds
+        /// into the run): a late instant of the host's media at the same time may be the
+        /// generator's (or the machine's), not the host's.
+        public var loadTickLateMillisecondsMax: Double?
+        public var loadTickLateAtSeconds: Double?
         /// What the load generator decoded, in words.
         public var decoding: String
         /// `--rejoin`: rejoins after a failed transport, and their gaps (last packet before to
@@ -203,6 +208,9 @@ public struct LoadReport: Codable, Sendable {
             ("camera frames decoded by the host per second", value(f.cameraFramesDecodedPerSecond)),
             ("camera frames the host dropped", value(f.cameraFramesDropped, digits: 0)),
             ("load generator CPU per participant", value(f.loadGeneratorCPUPerParticipant * 100, " % of a core", digits: 2)),
+            ("load generator's own send tick, latest (at)", f.loadTickLateMillisecondsMax.map {
+                "\(value($0, " ms", digits: 0)) (\(value(f.loadTickLateAtSeconds, " s")))"
+            } ?? "-"),
             ("decoding", f.decoding),
         ]
         rows += checks.map { ("check: \($0.name)", ($0.passed ? "PASS" : "FAIL") + ($0.detail.isEmpty ? "" : " (\($0.detail))")) }

@@ -32,6 +32,10 @@ public final class LoadRun {
     private var participants: [LoadParticipant] = []
     private var attacker: LoadAttacker?
     private var ticks: [MediaTick] = []
+    /// The latest this generator's own 20 ms send tick fired (its loop stalled, or the machine
+    /// gave it no core), and when: sound and pictures it sent or read then look late through no
+    /// fault of the host's.
+    private var worstTickLateness: (late: Duration, at: Double)?
     private var samples: [LoadReport.Sample] = []
     private var hostReadings: [(seconds: Double, values: [String: Double])] = []
     private var loadCPUReadings: [(seconds: Double, cpu: Double)] = []
@@ -123,6 +127,7 @@ public final class LoadRun {
         }
         let audio = MediaTick(loop: loop, interval: { .milliseconds(20) }, maximumLateness: .milliseconds(100)) { [unowned self] deadline in
             let now = loop.clock.now()
+            if now - deadline > worstTickLateness?.late ?? .zero { worstTickLateness = (now - deadline, seconds(now)) }
             for participant in participants { participant.sendAudio(now: now, capturedAt: deadline) }
         }
         ticks.append(audio)
@@ -383,7 +388,9 @@ public final class LoadRun {
             cameraFramesDecodedPerSecond: options.video == nil ? nil : hostWindow(#"tessera_camera_frames{result="decoded"}"#),
             cameraFramesDropped: options.video == nil ? nil : hostDelta(#"tessera_camera_frames{result="dropped"}"#),
             hostPacketsLost: hostDelta("tessera_packets_lost"),
-            loadGeneratorCPU: loadCPU, loadGeneratorCPUPerParticipant: loadCPU / count, decoding: decoding)
+            loadGeneratorCPU: loadCPU, loadGeneratorCPUPerParticipant: loadCPU / count,
+            loadTickLateMillisecondsMax: worstTickLateness.map { $0.late.seconds * 1000 }, loadTickLateAtSeconds: worstTickLateness?.at,
+            decoding: decoding)
         if options.rejoin {
             let gaps = results.flatMap { $0.rejoins.map(\.gapMilliseconds) }
             figures.rejoins = gaps.count

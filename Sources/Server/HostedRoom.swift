@@ -327,7 +327,7 @@ final class HostedRoom {
         let kind = request.kind, generation = request.generation
         let target = WeakHostedRoom(self)
         let loop = self.loop
-        let worker = VideoEncodeWorker(name: "tessera-video-\(kind.rawValue)", configuration: request.configuration,
+        let worker = VideoEncodeWorker(name: "vp8-\(kind.rawValue)", configuration: request.configuration,
                                        scaledTo: request.scaledTo, log: log, room: name) { delivery, _ in
             loop.execute {
                 guard let hosted = target.room else { return }

@@ -45,9 +45,7 @@ final class VideoDecodeWorker: @unchecked Sendable {
 
     /// Starts the thread.
     init(name: String, wake: @escaping @Sendable (DecodeInbox) -> Void) {
-        let thread = Thread { [self] in run(wake: wake) }
-        thread.name = String(name.prefix(15))
-        thread.start()
+        startNamedThread(name) { [self] in run(wake: wake) }
     }
 
     var statistics: Statistics { condition.withLock { counters } }
@@ -218,7 +216,7 @@ final class VideoDecodePool: @unchecked Sendable {
             }
             if let running = workers[index] { return running }
             let loop = self.loop
-            let started = VideoDecodeWorker(name: "tessera-dec-\(index)") { inbox in
+            let started = VideoDecodeWorker(name: "vp8-decode-\(index)") { inbox in
                 loop.execute { inbox.room?.takeDecoded() }
             }
             workers[index] = started

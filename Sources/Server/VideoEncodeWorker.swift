@@ -1,6 +1,7 @@
 import Foundation
 import Compositing
 import Media
+import Sockets
 import Synchronization
 import Wire
 
@@ -79,9 +80,7 @@ final class VideoEncodeWorker: @unchecked Sendable {
     init(name: String, configuration: VP8Encoder.Configuration, scaledTo size: VideoSize? = nil, log: HostLog = HostLog(), room: String? = nil,
          deliver: @escaping @Sendable (Delivery, ID) -> Void) {
         let id = self.id
-        let thread = Thread { [self] in run(configuration: configuration, size: size, log: log, room: room) { deliver($0, id) } }
-        thread.name = String(name.prefix(15))
-        thread.start()
+        startNamedThread(name) { [self] in run(configuration: configuration, size: size, log: log, room: room) { deliver($0, id) } }
     }
 
     var statistics: Statistics { condition.withLock { counters } }

@@ -12,12 +12,10 @@ public final class EventLoopThread: @unchecked Sendable {
     /// Starts `loop.run()` on a new thread named `name`.
     public init(_ loop: EventLoop, name: String = "tessera-loop") {
         self.loop = loop
-        let thread = Thread { [loop, finished] in
+        startNamedThread(name) { [loop, finished] in
             loop.run()
             finished.signal()
         }
-        thread.name = name
-        thread.start()
     }
 
     /// Stops the loop and waits for its thread to end; later calls return at once.

@@ -1,5 +1,6 @@
-// Linux system calls Swift's Glibc module does not expose: epoll, eventfd, and batched UDP
-// (recvmmsg/sendmmsg, which need _GNU_SOURCE and so are wrapped in CLinux.c).
+// Linux system calls Swift's Glibc module does not expose: epoll, eventfd, batched UDP
+// (recvmmsg/sendmmsg) and thread names (pthread_setname_np), the last two needing _GNU_SOURCE and
+// so wrapped in CLinux.c.
 #ifndef TESSERA_CLINUX_H
 #define TESSERA_CLINUX_H
 #include <stddef.h>
@@ -25,6 +26,9 @@ int tessera_recv_datagrams(int fd, struct tessera_datagram *datagrams, unsigned 
 
 /// sendmmsg: sends `count` datagrams; returns how many were sent, or -1 with errno.
 int tessera_send_datagrams(int fd, const struct tessera_datagram *datagrams, unsigned int count);
+
+/// Names the calling thread (at most 15 bytes are kept); returns 0 or an errno value.
+int tessera_name_this_thread(const char *name);
 
 static inline int tessera_epoll_data_fd(const struct epoll_event *event) { return event->data.fd; }
 #endif
