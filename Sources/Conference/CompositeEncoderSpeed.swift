@@ -31,7 +31,8 @@ import Wire
 /// - one step slower (better pictures) after `calmPeriod` (10 s) in which every second had an
 ///   encode share under `slowerShare`, ticks on time and a host load under `slowerHostLoad`;
 /// - a room starts at the step its canvas's pixel rate calls for (`startingStep`), or at the
-///   cheapest step the host's other rooms run at when that is cheaper (`startAt`).
+///   cheapest step the host's other rooms run at when that is cheaper, or at the half canvas on a
+///   host holding as many rooms as it has cores (`openingStep`, `startAt`).
 public struct CompositeEncoderSpeed: Sendable, Equatable {
     /// One step: the VP8 profile and libvpx's cpu-used, the Opus complexity of the room's
     /// mixes (at most the configured one), which the media loop encodes, and whether the canvas
@@ -115,6 +116,18 @@ public struct CompositeEncoderSpeed: Sendable, Equatable {
     public mutating func startAt(atLeast step: Int) {
         guard windowStart == nil, step > self.step, Self.steps.indices.contains(step) else { return }
         self.step = step
+    }
+
+    /// The step a room opened on a host with rooms running at `otherRooms` steps starts at (at
+    /// least; its canvas may ask a cheaper one): the cheapest of theirs (they measured the host);
+    /// the half canvas once the host holds as many rooms as it has `cores`. Rooms opened together
+    /// at their best pictures would all be pressed within seconds of each other, and every room's
+    /// way down (new encoders, key frames to every receiver, each camera's next simulcast layer)
+    /// would come at once, just when the machine has least to spare: on 2 cores, eight rooms
+    /// opened within two seconds left the first three's sound 0.5-0.7 s late for an instant.
+    /// The room goes back to the whole canvas after a calm period, as any room does.
+    public static func openingStep(otherRooms: [Int], cores: Int) -> Int {
+        otherRooms.count >= max(1, cores) ? steps.count - 1 : otherRooms.max() ?? 0
     }
 
     /// The first step for a canvas: 0 up to 1280×720 at 30 fps, 1 above, 2 above four times that.

@@ -10,19 +10,20 @@ final class HostLoadMeter {
     private var last: (at: Instant, cpu: Double)?
     /// The last second's load, 1 = every core busy; nil before two samples.
     private(set) var load: Double?
-    private let cores: Double
+    /// The machine's cores.
+    let cores: Int
     /// The rooms open on the host (kept by `RoomDirectory`): a room alone keeps its canvas.
     var roomsOpen = 0
 
     init(cores: Int = ProcessInfo.processInfo.activeProcessorCount) {
-        self.cores = Double(max(1, cores))
+        self.cores = max(1, cores)
     }
 
     /// The load, sampled anew when a second has passed since the last sample.
     func sample(now: Instant, cpuSeconds: () -> Double = ProcessCPU.seconds) -> Double? {
         if let last, now - last.at < .seconds(1) { return load }
         let cpu = cpuSeconds()
-        if let last { load = max(0, cpu - last.cpu) / (now - last.at).seconds / cores }
+        if let last { load = max(0, cpu - last.cpu) / (now - last.at).seconds / Double(cores) }
         last = (now, cpu)
         return load
     }

@@ -92,8 +92,10 @@ final class RoomDirectory {
                 self?.cluster?.roomClosed(closed.name)
             }
         }
-        // A host already busy with rooms starts the new one at the cheapest step they run at.
-        if let cheapest = rooms.values.map(\.room.encoderSpeed.step).max() { hosted.room.startEncoderSpeed(atLeast: cheapest) }
+        // A host already busy with rooms starts the new one at the cheapest step they run at, or
+        // at the half canvas once it holds a room per core.
+        hosted.room.startEncoderSpeed(atLeast: CompositeEncoderSpeed.openingStep(otherRooms: rooms.values.map(\.room.encoderSpeed.step),
+                                                                                 cores: hostLoad.cores))
         rooms[name] = hosted
         hostLoad.roomsOpen = rooms.count
         cluster?.roomOpened(name)

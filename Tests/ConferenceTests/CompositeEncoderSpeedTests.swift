@@ -174,4 +174,17 @@ import Wire
         running.startAt(atLeast: 2)
         #expect(running.step == 0)
     }
+
+    /// The step a new room opens at: its host's rooms' cheapest; the half canvas once the host
+    /// holds a room per core (the rooms opened in a burst then never all step down at once).
+    @Test func aRoomOpenedOnACrowdedHostStartsAtTheHalfCanvas() {
+        let half = CompositeEncoderSpeed.steps.count - 1
+        #expect(CompositeEncoderSpeed.steps[half].halvesCanvas)
+        #expect(CompositeEncoderSpeed.openingStep(otherRooms: [], cores: 2) == 0)
+        #expect(CompositeEncoderSpeed.openingStep(otherRooms: [0], cores: 2) == 0)
+        #expect(CompositeEncoderSpeed.openingStep(otherRooms: [0, 1], cores: 4) == 1)
+        #expect(CompositeEncoderSpeed.openingStep(otherRooms: [0, 0], cores: 2) == half)
+        #expect(CompositeEncoderSpeed.openingStep(otherRooms: [0], cores: 1) == half)
+        #expect(CompositeEncoderSpeed.openingStep(otherRooms: [0, 0, 0], cores: 8) == 0)
+    }
 }
