@@ -575,8 +575,9 @@ public final class Room {
     /// Sends the participant's RTCP that is due, and notes when more will be.
     func serviceRTCP(_ participant: Participant, now: Instant) {
         guard participant.state == .secure else { return }
-        let outbound = participant.outbound
-        for compound in participant.inbound.pollRTCP(now: now, senderReports: outbound.senderReports) {
+        // The reports are read through the participant: a copy of its outbound state (a large
+        // struct) would retain every reference in it.
+        for compound in participant.inbound.pollRTCP(now: now, senderReports: { participant.outbound.senderReports(now: $0) }) {
             emit(.sendRTCP(participant: participant.id, bytes: compound))
         }
         scheduleRTCP(participant)
@@ -676,7 +677,8 @@ public final class Room {
     /// someone can receive it, or a recording takes it). Receivers whose wanted encoding differs
     /// from the one they get ask that encoding for a key frame: they switch at it.
     private func videoTick(deadline: Instant, now: Instant) {
-        for participant in participants {
+        // A guest with no video at all and nothing shown as rendering is skipped.
+        for participant in participants where participant.inbound.needsVideoTick || !participant.rendering.isEmpty {
             participant.inbound.abandonStalledVideo(now: now)
             emitDecoding(participant)
             participant.inbound.releaseCamera(now: deadline, drawInterval: compositor.tickInterval)
@@ -762,8 +764,8 @@ public final class Room {
             guard let packets = encoding.packetizer?.packetize(frame), !packets.isEmpty else { continue }
             var sent = false
             for participant in participants where participant.receivesVideoNow {
-                let outbound = participant.outbound
-                if frame.isKeyFrame, outbound.wantedVideoEncoding == kind, outbound.videoEncoding != kind || outbound.awaitingKeyFrame {
+                if frame.isKeyFrame, participant.outbound.wantedVideoEncoding == kind,
+                   participant.outbound.videoEncoding != kind || participant.outbound.awaitingKeyFrame {
                     participant.outbound.videoEncoding = kind
                     participant.outbound.awaitingKeyFrame = false
                     participant.outbound.videoBitrateChanged(encoding.bitrate)
