@@ -75,8 +75,9 @@ public final class ParticipantInbound {
     private var cameraSSRC: SSRC?
     /// The camera's simulcast layers and which one is decoded; nil for a camera sent as one stream.
     public private(set) var cameraLayers: SimulcastLayerChoice?
-    /// Sections (by mid) whose first media has arrived.
-    private var published: Set<String> = []
+    /// Sections (by mid) whose first media has arrived. An array: asked at every packet, and a
+    /// few short mids compare faster than one is hashed.
+    private var published: [String] = []
     /// Decoded camera pictures waiting for the audio captured with them (lip sync).
     private var cameraSync = CameraSync()
     /// Tracks a key frame was asked of for their subscribers, not yet begun.
@@ -151,11 +152,11 @@ public final class ParticipantInbound {
         }
         // A screen whose section stays but no longer sends (`inactive`, `recvonly`) has ended.
         if let screenMid, inbound.section(mid: screenMid)?.peerSends == false {
-            if published.remove(screenMid) != nil { ended.append("screen") }
+            if unpublish(screenMid) { ended.append("screen") }
             stopScreen()
         }
         for section in previous.sections where inbound.section(mid: section.mid) == nil {
-            if published.remove(section.mid) != nil { ended.append(source(of: section)) }
+            if unpublish(section.mid) { ended.append(source(of: section)) }
             if let ssrc = section.mediaSSRC { receiver.remove(mediaSSRC: ssrc) }
             for ssrc in section.layers.compactMap(\.ssrc) { receiver.remove(mediaSSRC: ssrc) }
             if section.mid == microphoneMid {
@@ -325,9 +326,17 @@ public final class ParticipantInbound {
         return noticeFirstMedia(of: section, reception)
     }
 
+    /// Forgets that the section of `mid` published; whether it had.
+    private func unpublish(_ mid: String) -> Bool {
+        guard let index = published.firstIndex(of: mid) else { return false }
+        published.remove(at: index)
+        return true
+    }
+
     /// A track's first media: `trackPublished` (or `trackEnded` when it cannot be decoded).
     private func noticeFirstMedia(of section: InboundSections.Section, _ reception: Reception) -> Reception {
-        guard published.insert(section.mid).inserted else { return reception }
+        guard !published.contains(section.mid) else { return reception }
+        published.append(section.mid)
         var reception = reception
         let undecodable = (section.mid == microphoneMid && audioReceiver == nil) || (section.mid == cameraMid && videoReceiver == nil)
             || (section.mid == screenMid && screenReceiver == nil)

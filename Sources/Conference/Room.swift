@@ -474,6 +474,14 @@ public final class Room {
     /// One decrypted RTP packet from a participant.
     public func receiveRTP(_ bytes: [UInt8], from id: String, now: Instant) {
         guard let participant = participant(id: id) else { return }
+        receiveRTP(bytes, from: participant, now: now)
+    }
+
+    /// The same, from the participant itself as the shell holds it: no lookup by id at every
+    /// packet. One that has left takes nothing.
+    public func receiveRTP(_ bytes: [UInt8], from participant: Participant, now: Instant) {
+        guard participant.state != .left else { return }
+        let id = participant.id
         let reception = participant.inbound.receiveRTP(bytes, now: now)
         emitDecoding(participant)
         if let muted = reception.cameraMutedBySender {

@@ -127,7 +127,7 @@ final class HostedRoom {
     }
 
     private func attach(_ id: String, accepted: AcceptedOffer, transport: PeerTransport) {
-        let link = ParticipantLink(id: id, room: self)
+        let link = ParticipantLink(id: id, participant: room.participant(id: id), room: self)
         links[id] = link
         sessions[id] = accepted
         peers[id] = port.add(transport, localUfrag: accepted.localICE.ufrag, sink: link)
@@ -231,7 +231,7 @@ final class HostedRoom {
     }
 
     /// A participant's transport said something.
-    fileprivate func transport(_ id: String, didEmit event: PeerTransport.Event) {
+    fileprivate func transport(_ id: String, _ participant: Participant?, didEmit event: PeerTransport.Event) {
         let now = loop.clock.now()
         applyDecoded(now: now)
         switch event {
@@ -241,7 +241,8 @@ final class HostedRoom {
         case .secure:
             log.debug("secure", room: name, participant: room.participant(id: id)?.identity, ["id": id])
             room.secure(id, now: now)
-        case .rtp(let bytes): room.receiveRTP(bytes, from: id, now: now)
+        case .rtp(let bytes):
+            if let participant { room.receiveRTP(bytes, from: participant, now: now) } else { room.receiveRTP(bytes, from: id, now: now) }
         case .rtcp(let bytes): room.receiveRTCP(bytes, from: id, now: now)
         case .failed(let failure):
             leave(id, reason: failure == .consentLost ? "consent lost" : "transport failed")
@@ -426,13 +427,16 @@ final class HostedRoom {
 /// Takes one participant's transport events from the media port to its room.
 private final class ParticipantLink: PeerEventSink {
     let id: String
+    /// The room's participant, so that a packet needs no lookup by id (the room holds it).
+    weak var participant: Participant?
     weak var room: HostedRoom?
-    init(id: String, room: HostedRoom) {
+    init(id: String, participant: Participant?, room: HostedRoom) {
         self.id = id
+        self.participant = participant
         self.room = room
     }
     func peer(_ peer: MediaPort.PeerID, didEmit event: PeerTransport.Event) {
-        room?.transport(id, didEmit: event)
+        room?.transport(id, participant, didEmit: event)
     }
 }
 
