@@ -203,7 +203,6 @@ public final class ParticipantInbound {
         outputs.append(.stopDecoder(ended))
     }
 
-    /// Decode jobs and stopped streams since the last call, for the room's outputs.
     /// Whether a video tick has anything to do for it: a camera or screen being received,
     /// decode work to hand out, or a voice still held for lip sync with a camera now gone. In
     /// an audio room of hundreds, most guests have none, 30 times a second.
@@ -211,6 +210,7 @@ public final class ParticipantInbound {
         videoReceiver != nil || screenReceiver != nil || !outputs.isEmpty || (audioReceiver.map { $0.lipSyncDelay != .zero } ?? false)
     }
 
+    /// Decode jobs and stopped streams since the last call, for the room's outputs.
     func takeOutputs() -> [RoomOutput] {
         guard !outputs.isEmpty else { return [] }
         defer { outputs.removeAll() }
