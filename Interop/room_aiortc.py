@@ -29,9 +29,9 @@ blue, with a small moving bar so VP8 keeps sending). Checks, in order, each boun
               is a grid of two (red and blue side by side, no green); the viewer of bob's camera
               is closed (its resource answers DELETE with 404)
 
-With TESSERA_DIAG=FILE, a subscription or viewer that decodes nothing leaves in FILE every RTP
-packet its receiver took, its NACKs and PLIs, the packets its transport dropped unrouted, and the
-routing tables.
+A subscription or viewer that decodes nothing says in its failure what its receiver took (per SSRC
+and payload type), its NACKs and PLIs and what its transport dropped unrouted; with
+TESSERA_DIAG=FILE, FILE gets every such event and the routing tables.
 
 Prints one JSON line of measurements on stdout; exit 0 only when every check passed, otherwise 1
 with `room_aiortc: FAIL <check>: <detail>` lines on stderr. The whole run is bounded by --timeout.
@@ -273,10 +273,8 @@ def judge_track(sink, since, name, size=(320, 240)):
 
 
 def instrument(r, sink):
-    """With TESSERA_DIAG=FILE: records what the receiver r takes, asks for and what its transport
-    drops unrouted, for `write_diagnosis` (how the subscription's RTX was found unroutable)."""
-    if not os.environ.get("TESSERA_DIAG"):
-        return
+    """Records what the receiver r takes, asks for and what its transport drops unrouted, for
+    `diagnosis` (how a subscription's RTX was once found unroutable): cheap, so always on."""
     sink.receiver = r
     sink.diag = diag = []
     h0, pli0, nack0 = r._handle_rtp_packet, r._send_rtcp_pli, r._send_rtcp_nack
@@ -301,19 +299,45 @@ def instrument(r, sink):
     sink.router = router
 
 
-def write_diagnosis(sink, since):
-    """With TESSERA_DIAG=FILE: what `instrument` recorded for a sink that decoded nothing, with
-    the answer and the transport's routing tables, as JSON in FILE."""
+def diagnosis(sink, since):
+    """A short account of what `instrument` recorded for a sink that decoded nothing since `since`
+    (for the failure's line), and with TESSERA_DIAG=FILE all of it, with the answer and the
+    transport's routing tables, as JSON in FILE."""
+    events = getattr(sink, "diag", None)
+    if events is None:
+        return ""
     path = os.environ.get("TESSERA_DIAG")
-    if not path or getattr(sink, "diag", None) is None:
-        return
-    router = sink.router
-    with open(path, "w") as f:
-        json.dump({"since": since, "frames": sink.frames, "events": sink.diag, "answer": getattr(sink, "answer", None),
-                   "receiver": id(sink.receiver),
-                   "ssrcTable": {str(k): id(v) for k, v in router.ssrc_table.items()},
-                   "payloadTypeTable": {str(k): [id(v) for v in vs] for k, vs in router.payload_type_table.items()},
-                   "rtxSSRCs": {str(k): v for k, v in sink.receiver._RTCRtpReceiver__rtx_ssrc.items()}}, f)
+    if path:
+        router = sink.router
+        with open(path, "w") as f:
+            json.dump({"since": since, "frames": sink.frames, "events": events, "answer": getattr(sink, "answer", None),
+                       "receiver": id(sink.receiver),
+                       "ssrcTable": {str(k): id(v) for k, v in router.ssrc_table.items()},
+                       "payloadTypeTable": {str(k): [id(v) for v in vs] for k, vs in router.payload_type_table.items()},
+                       "rtxSSRCs": {str(k): v for k, v in sink.receiver._RTCRtpReceiver__rtx_ssrc.items()}}, f)
+    streams = {}
+    for e in events:
+        if e[0] == "rtp":
+            st = streams.setdefault((e[2], e[3]), {"n": 0, "seqs": set(), "first": e[1], "last": e[1], "markers": 0})
+            st["n"] += 1
+            st["seqs"].add(e[4])
+            st["last"] = e[1]
+            st["markers"] += bool(e[7])
+    parts = []
+    for (ssrc, pt), st in streams.items():
+        lo, hi = min(st["seqs"]), max(st["seqs"])
+        span = (hi - lo) % 65536 + 1
+        parts.append("ssrc %d pt %d: %d packets (%d frames' ends), seq %d..%d with %d missing, %+.1f..%+.1f s"
+                     % (ssrc, pt, st["n"], st["markers"], lo, hi, span - len(st["seqs"]) if span < 30000 else -1,
+                        st["first"] - since, st["last"] - since))
+    nacks = [e for e in events if e[0] == "nack"]
+    plis = [e for e in events if e[0] == "pli"]
+    dropped = [e for e in events if e[0] == "dropped"]
+    parts.append("%d NACKs%s, %d PLIs%s, %d dropped unrouted, %d frames decoded"
+                 % (len(nacks), " (last %+.1f s: %s)" % (nacks[-1][1] - since, nacks[-1][3][:8]) if nacks else "",
+                    len(plis), " at %s" % ["%+.1f" % (e[1] - since) for e in plis[-4:]] if plis else "",
+                    len(dropped), sink.frames))
+    return " [received: %s]" % "; ".join(parts)
 
 
 async def view_track(args, publisher, pcs):
@@ -519,9 +543,7 @@ async def scenario(args, peers, out):
         """None once `sink` decodes alice's camera as sent (bounded at 8 s), else why not."""
         ok, _, detail, data = await wait_for(lambda: judge_track(sink, since, "alice"), 8, interval=0.02)
         res[key + "MsPostToFirstFrame"], res[key + "Seen"] = E.ms(since, sink.t_first), data
-        if not ok:
-            write_diagnosis(sink, since)
-        return None if ok else "%s 8 s after its POST: %s" % (what, detail)
+        return None if ok else "%s 8 s after its POST: %s%s" % (what, detail, diagnosis(sink, since))
 
     viewers = []
     alice_view, _, t_post, err = await view_track(args, "alice", viewers)

@@ -201,7 +201,7 @@ for peer in $PEERS; do
             fi
             # the page in headless Chromium + two aiortc participants in one room; the page's
             # own self-check (window.tessera.selfCheck) says what it decodes and hears
-            run_peer page "$VENV_PY" "$HERE/page_chromium.py" --url "$BASE" --room page-test --timeout 75 ;;
+            PEER_LIMIT=130 run_peer page "$VENV_PY" "$HERE/page_chromium.py" --url "$BASE" --room page-test --timeout 120 ;;
         meeting)
             if ! command -v chromium >/dev/null; then
                 fail meeting "chromium is not installed (Debian package chromium)"; continue
