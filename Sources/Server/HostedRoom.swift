@@ -427,8 +427,10 @@ final class HostedRoom {
 /// Takes one participant's transport events from the media port to its room.
 private final class ParticipantLink: PeerEventSink {
     let id: String
-    /// The room's participant, so that a packet needs no lookup by id (the room holds it).
-    weak var participant: Participant?
+    /// The room's participant, so that a packet needs no lookup by id. Strong (the link goes when
+    /// the participant leaves): a weak reference would give every Participant a side table, and
+    /// each of its retains, many per packet and per tick, the runtime's slow path.
+    let participant: Participant?
     weak var room: HostedRoom?
     init(id: String, participant: Participant?, room: HostedRoom) {
         self.id = id

@@ -46,11 +46,14 @@ public final class MediaPort {
     public static let tcpCheckTimeout: Duration = .seconds(10)
 
     /// A class, not a struct: every datagram looks its peer up, and copying a struct out of the
-    /// dictionary retained each field (and the weak sink's side table) every time.
+    /// dictionary retained each field every time.
     private final class Peer {
         let transport: PeerTransport
         let ufrag: String
-        weak var sink: PeerEventSink?
+        /// Held strongly until `remove`: a weak reference gives its object a side table, and then
+        /// every retain of it (one per datagram) takes the runtime's slow path. Sinks hold their
+        /// rooms weakly, so this makes no cycle.
+        let sink: PeerEventSink?
         var addresses: Set<TransportAddress>
         /// When its transport next needs the time.
         let timer: DeadlineTimer
