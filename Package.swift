@@ -69,7 +69,7 @@ let package = Package(
         .target(name: "Client", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport"]),
         // tessera load: synthetic participants in the client role, their checks and the report.
         .target(name: "Load", dependencies: ["Wire", "RTP", "SDP", "Streams", "Transport", "Client", "Sockets", "Media", "Compositing"]),
-        .executableTarget(name: "tessera", dependencies: ["Wire", "Server", "Load", "Sockets", "RTP", "SDP", "Transport", "Media", "Compositing", "Conference", "Compose"]),
+        .executableTarget(name: "tessera", dependencies: ["Wire", "Server", "Load", "Sockets", "RTP", "SDP", "Transport", "Media", "Compositing", "Conference", "Compose", "Client", "Streams"]),
 
         // Seeded mutation of valid messages, shared by every parser's robustness test.
         .target(name: "WireTesting", dependencies: ["Wire"], path: "Tests/WireTesting"),

@@ -106,7 +106,9 @@ public struct ParticipantOutbound {
                                         sequenceNumber: .random(in: 0...UInt16.max, using: &generator),
                                         timestamp: .random(in: 0...UInt32.max, using: &generator))
             var configuration = RTPSendStream.Configuration(ssrc: sender.ssrc, clockRate: 48_000)
-            configuration.retransmission.capacity = 64
+            // Only for a receiver that agreed NACK on its audio (browsers do not for Opus): in a
+            // room of hundreds, 64 kept packets each are megabytes the mix tick would churn.
+            configuration.retransmission.capacity = section.nack ? 64 : 0
             configuration.retransmission.maxBytesPerSecond = Self.audioRetransmissionBudget
             audioSender = sender
             audioStream = RTPSendStream(configuration: configuration, clock: wallClock)

@@ -83,15 +83,15 @@ public enum FrameCode {
 /// A speaker's second of sound as Opus packets, encoded once and sent in a loop: 100 ms of
 /// silence, then 900 ms of its tone. The tone's onset (packet `onsetPacket`) is what receivers
 /// time for the audio latency.
-final class ToneLoop {
-    static let packetsPerLoop = 50
+public final class ToneLoop {
+    public static let packetsPerLoop = 50
     static let onsetPacket = 5
-    let frequency: Double
-    let packets: [[UInt8]]
+    public let frequency: Double
+    public let packets: [[UInt8]]
     /// Each packet's RFC 6464 level, sent with it as browsers do.
-    let levels: [AudioLevel]
+    public let levels: [AudioLevel]
 
-    init(frequency: Double) throws {
+    public init(frequency: Double) throws {
         self.frequency = frequency
         let encoder = try OpusEncoder(.init(channels: 1, bitrate: 32_000, complexity: 5))
         var packets: [[UInt8]] = []
@@ -115,10 +115,10 @@ final class ToneLoop {
     }
 
     /// The level sent with silence.
-    static let silentLevel = AudioLevel(voiceActivity: false, level: 127)
+    public static let silentLevel = AudioLevel(voiceActivity: false, level: 127)
 
     /// Silence, for participants that do not speak: Opus's own encoding of digital zero.
-    static func silence() throws -> [UInt8] {
+    public static func silence() throws -> [UInt8] {
         let encoder = try OpusEncoder(.init(channels: 1, bitrate: 32_000, complexity: 5))
         var packet: [UInt8] = []
         // The first packets carry the encoder's start-up; the fifth is steady silence.

@@ -132,9 +132,13 @@ public struct RTPPacket: Equatable, Sendable {
         return size
     }
 
+    /// Capacity `serialized` keeps after the packet, so that SRTP writes its tag in place: 16
+    /// bytes for AEAD_AES_128_GCM (RFC 7714 §7.2), the longest, and 4 more as SRTCP would need.
+    public static let srtpTrailerRoom = 20
+
     /// The packet as bytes on the wire.
     public func serialized() throws(RTPSerializeError) -> [UInt8] {
-        var writer = ByteWriter(capacity: serializedSize)
+        var writer = ByteWriter(capacity: serializedSize + Self.srtpTrailerRoom)
         try serialize(into: &writer)
         return writer.bytes
     }

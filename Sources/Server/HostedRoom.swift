@@ -255,7 +255,8 @@ final class HostedRoom {
     private func carryOut() {
         var sent = false
         while let output = room.pollOutput() {
-            switch output {
+            // Consumed, so that a packet's bytes have one owner and SRTP protects them in place.
+            switch consume output {
             case .sendRTP(let id, let bytes):
                 if let peer = peers[id] { sent = port.sendRTP(bytes, to: peer) || sent }
             case .sendRTCP(let id, let bytes):

@@ -238,14 +238,14 @@ public final class MediaPort {
 
     /// Protects and sends RTP to a peer; false if it cannot send yet.
     @discardableResult
-    public func sendRTP(_ packet: [UInt8], to id: PeerID) -> Bool {
+    public func sendRTP(_ packet: consuming [UInt8], to id: PeerID) -> Bool {
         guard let transport = peers[id]?.transport, transport.sendRTP(packet) else { return false }
         drainTransmits(of: transport)
         return true
     }
 
     @discardableResult
-    public func sendRTCP(_ packet: [UInt8], to id: PeerID) -> Bool {
+    public func sendRTCP(_ packet: consuming [UInt8], to id: PeerID) -> Bool {
         guard let transport = peers[id]?.transport, transport.sendRTCP(packet) else { return false }
         drainTransmits(of: transport)
         return true

@@ -69,22 +69,25 @@ extension TransportAddress {
         }
     }
 
-    /// The address a socket call filled in; nil for a family other than IPv4 and IPv6.
+    /// The address a socket call filled in; nil for a family other than IPv4 and IPv6. Read in
+    /// place, with no array made: every datagram received comes through here.
     init?(_ storage: sockaddr_storage) {
         var storage = storage
         switch Int32(storage.ss_family) {
         case AF_INET:
-            let (bytes, port) = withUnsafeBytes(of: &storage) { raw -> ([UInt8], UInt16) in
+            self = withUnsafeBytes(of: &storage) { raw in
                 let address = raw.load(as: sockaddr_in.self)
-                return (withUnsafeBytes(of: address.sin_addr) { Array($0) }, UInt16(bigEndian: address.sin_port))
+                return TransportAddress(ip: .v4(UInt32(bigEndian: address.sin_addr.s_addr)), port: UInt16(bigEndian: address.sin_port))
             }
-            self.init(addressBytes: bytes, port: port)
         case AF_INET6:
-            let (bytes, port) = withUnsafeBytes(of: &storage) { raw -> ([UInt8], UInt16) in
+            self = withUnsafeBytes(of: &storage) { raw in
                 let address = raw.load(as: sockaddr_in6.self)
-                return (withUnsafeBytes(of: address.sin6_addr) { Array($0) }, UInt16(bigEndian: address.sin6_port))
+                let (high, low) = withUnsafeBytes(of: address.sin6_addr) { bytes in
+                    (UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                     UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+                }
+                return TransportAddress(ip: .v6(high: high, low: low), port: UInt16(bigEndian: address.sin6_port))
             }
-            self.init(addressBytes: bytes, port: port)
         default:
             return nil
         }

@@ -89,7 +89,8 @@ public enum RTXPacket {
 public struct RetransmissionBuffer: Sendable {
     /// Bounds and pacing.
     public struct Configuration: Equatable, Sendable {
-        /// Packets kept (rounded up to a power of two).
+        /// Packets kept (rounded up to a power of two); 0 keeps none (a receiver that did not
+        /// agree NACK asks for nothing, and a kept packet's bytes are memory held for naught).
         public var capacity: Int = 1024
         /// Packets older than this are not resent.
         public var maxAge: Duration = .seconds(1)
@@ -159,7 +160,7 @@ public struct RetransmissionBuffer: Sendable {
 
     /// Keeps a sent packet (serialized, before SRTP). Bytes that are not an RTP header are ignored.
     public mutating func packetSent(_ bytes: [UInt8], now: Instant) {
-        guard bytes.count >= RTPPacket.fixedHeaderSize else { return }
+        guard configuration.capacity > 0, bytes.count >= RTPPacket.fixedHeaderSize else { return }
         let sequenceNumber = UInt16(bytes[2]) << 8 | UInt16(bytes[3])
         slots[Int(sequenceNumber) & mask] = Slot(sequenceNumber: sequenceNumber, sentAt: now, lastResentAt: nil, bytes: bytes)
     }

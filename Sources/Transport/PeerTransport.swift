@@ -165,7 +165,7 @@ public final class PeerTransport {
 
     /// Protects and queues an RTP packet; false when the session cannot send yet.
     @discardableResult
-    public func sendRTP(_ packet: [UInt8]) -> Bool {
+    public func sendRTP(_ packet: consuming [UInt8]) -> Bool {
         guard let outbound, let destination = remoteAddress, failure == nil,
               let protected = try? outbound.protectRTP(packet) else { return false }
         transmits.append((protected, destination))
@@ -174,7 +174,7 @@ public final class PeerTransport {
 
     /// Protects and queues an RTCP compound packet; false when the session cannot send yet.
     @discardableResult
-    public func sendRTCP(_ packet: [UInt8]) -> Bool {
+    public func sendRTCP(_ packet: consuming [UInt8]) -> Bool {
         guard let outbound, let destination = remoteAddress, failure == nil,
               let protected = try? outbound.protectRTCP(packet) else { return false }
         transmits.append((protected, destination))

@@ -34,6 +34,15 @@ public enum SRTPProfile: Sendable, Hashable, CaseIterable {
         }
     }
 
+    /// Authentication tag length in bytes: 16 for GCM (RFC 7714 §7.2), 10 for HMAC-SHA1-80
+    /// (RFC 3711 §5.2).
+    public var tagLength: Int {
+        switch self {
+        case .aeadAES128GCM: 16
+        case .aes128CMHMACSHA1_80: 10
+        }
+    }
+
     fileprivate var libsrtpProfile: srtp_profile_t {
         switch self {
         case .aeadAES128GCM: srtp_profile_aead_aes_128_gcm
@@ -90,31 +99,34 @@ public final class SRTPSession {
 
     deinit { srtp_dealloc(session) }
 
-    public func protectRTP(_ packet: [UInt8]) throws(SRTPError) -> [UInt8] {
+    /// Protects `packet` in place when the caller hands over its only reference and its storage
+    /// has room for the tag (`RTPPacket.serialized` keeps it): no copy, no allocation.
+    public func protectRTP(_ packet: consuming [UInt8]) throws(SRTPError) -> [UInt8] {
         try transform(packet, grow: true) { srtp_protect($0, $1, $2) }
     }
 
-    public func unprotectRTP(_ packet: [UInt8]) throws(SRTPError) -> [UInt8] {
+    public func unprotectRTP(_ packet: consuming [UInt8]) throws(SRTPError) -> [UInt8] {
         try transform(packet, grow: false) { srtp_unprotect($0, $1, $2) }
     }
 
-    public func protectRTCP(_ packet: [UInt8]) throws(SRTPError) -> [UInt8] {
+    public func protectRTCP(_ packet: consuming [UInt8]) throws(SRTPError) -> [UInt8] {
         try transform(packet, grow: true) { srtp_protect_rtcp($0, $1, $2) }
     }
 
-    public func unprotectRTCP(_ packet: [UInt8]) throws(SRTPError) -> [UInt8] {
+    public func unprotectRTCP(_ packet: consuming [UInt8]) throws(SRTPError) -> [UInt8] {
         try transform(packet, grow: false) { srtp_unprotect_rtcp($0, $1, $2) }
     }
 
-    /// Runs one libsrtp call in place on a copy of `packet`, with room for the trailer
-    /// (tag and SRTCP index) when protecting.
-    private func transform(_ packet: [UInt8], grow: Bool,
+    /// Runs one libsrtp call in place on `packet` (copied first only when another reference to
+    /// its storage remains), with room for the trailer when protecting: the tag, and SRTCP's
+    /// E flag and index (RFC 3711 §3.4). No MKI is used, so nothing more is written.
+    private func transform(_ packet: consuming [UInt8], grow: Bool,
                            _ call: (srtp_t, UnsafeMutableRawPointer, UnsafeMutablePointer<Int32>) -> srtp_err_status_t) throws(SRTPError) -> [UInt8] {
-        // RTP's fixed header is 12 bytes; SRTCP's smallest is 8 + the index and a tag.
-        guard packet.count >= 8, packet.count <= 65_535 else { throw .malformed }
         var buffer = packet
-        if grow { buffer.append(contentsOf: repeatElement(0, count: Int(SRTP_MAX_TRAILER_LEN) + 4)) }
-        var length = Int32(packet.count)
+        // RTP's fixed header is 12 bytes; SRTCP's smallest is 8 + the index and a tag.
+        guard buffer.count >= 8, buffer.count <= 65_535 else { throw .malformed }
+        var length = Int32(buffer.count)
+        if grow { buffer.append(contentsOf: repeatElement(0, count: profile.tagLength + 4)) }
         let status = buffer.withUnsafeMutableBytes { raw -> srtp_err_status_t in
             guard let base = raw.baseAddress else { return srtp_err_status_bad_param }
             return call(session, base, &length)

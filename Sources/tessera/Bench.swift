@@ -19,6 +19,7 @@ var benchmarks: [(name: String, run: () throws -> [Measurement])] {
     one("vp8-decode-360p", benchVP8Decode360p), one("vp8-decode-720p", benchVP8Decode720p), one("vp8-cpu-used", benchVP8CpuUsed),
     ("vp8-composite-speed", benchVP8CompositeSpeed),
     one("opus-encode-10", benchOpusEncode10), one("opus-encode-5", benchOpusEncode5), one("opus-decode", benchOpusDecode),
+    one("room-audio-500", benchRoomAudio500),
     ]
 }
 /// A benchmark of one case.

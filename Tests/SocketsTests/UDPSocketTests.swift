@@ -1,3 +1,4 @@
+import Foundation
 import Wire
 import Testing
 import Transport
@@ -27,6 +28,20 @@ import Transport
         let received = receiver.receiveBatch()
         #expect(received.map(\.bytes) == [[2, 2]])
         #expect(receiver.truncatedDatagrams == 1)
+    }
+
+    @Test func socketAddressesReadBackAsWritten() {
+        let addresses = [TransportAddress(ipv4: 192, 0, 2, 1, port: 32_853), TransportAddress(ipv4: 255, 255, 255, 255, port: 0),
+                         TransportAddress(ip: .v6(high: 0x2001_0db8_0000_0000, low: 0x0000_0000_0000_0001), port: 443),
+                         TransportAddress(ip: .v6(high: .max, low: 0x0102_0304_0506_0708), port: 65_535)]
+        for address in addresses {
+            var storage = sockaddr_storage()
+            _ = address.store(into: &storage)
+            #expect(TransportAddress(storage) == address)
+        }
+        var unknown = sockaddr_storage()
+        unknown.ss_family = sa_family_t(AF_UNIX)
+        #expect(TransportAddress(unknown) == nil)
     }
 
     @Test func nothingWaitingReturnsAtOnce() throws {

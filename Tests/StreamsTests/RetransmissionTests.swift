@@ -66,6 +66,17 @@ import Wire
                                        now: at(5)) == [bytes])
     }
 
+    @Test func aBufferOfNoCapacityKeepsNothingAndAnswersNothing() throws {
+        var configuration = RetransmissionBuffer.Configuration()
+        configuration.capacity = 0
+        var buffer = RetransmissionBuffer(configuration: configuration)
+        let bytes = try videoPacket(sequenceNumber: 42, timestamp: 9).serialized()
+        buffer.packetSent(bytes, now: at(0))
+        #expect(buffer.storedPacket(42, now: at(1)) == nil)
+        #expect(buffer.retransmissions(for: GenericNACK(senderSSRC: 9, mediaSSRC: 0x1111, lostSequenceNumbers: [42]), now: at(5)).isEmpty)
+        #expect(buffer.requestsUnanswerable == 1)
+    }
+
     @Test func packetsPastTheAgeOrCountBoundAreNotResent() throws {
         var buffer = RetransmissionBuffer()
         for sequence: UInt16 in 0..<1100 {
