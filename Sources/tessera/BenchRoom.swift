@@ -51,7 +51,7 @@ func benchRoomAudio(guests: Int, speakers: Int) throws -> Measurement {
             while let output = room.pollOutput() {
                 switch consume output {
                 case .sendRTP(let id, let bytes):
-                    if let at = index[id], let packet = try? members[at].hostOut.protectRTP(bytes) { sent += packet.count > 0 ? 1 : 0 }
+                    if let at = index[id], (try? members[at].hostOut.protectRTP(bytes)) != nil { sent += 1 }
                 case .sendRTCP(let id, let bytes):
                     if let at = index[id] { consume(try? members[at].hostOut.protectRTCP(bytes)) }
                 default: break
