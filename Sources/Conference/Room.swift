@@ -460,7 +460,7 @@ public final class Room {
             let cap = layered.map { participant.inbound.sends(.screen) ? $0 + cameraBitrateRule.maximum : $0 }
             guard participant.inbound.setCameraBitrateCap(cap), participant.state == .secure else { continue }
             // Only a secure participant's RTCP is serviced: one still connecting hears its cap at `secure`.
-            scheduleRTCP(participant)
+            scheduleRTCP(participant, due: participant.inbound.nextTimeout)
         }
     }
 
@@ -588,7 +588,7 @@ public final class Room {
         for compound in participant.inbound.pollRTCP(now: now, senderReports: { participant.outbound.senderReports(now: $0) }) {
             emit(.sendRTCP(participant: participant.id, bytes: compound))
         }
-        scheduleRTCP(participant)
+        scheduleRTCP(participant, due: participant.inbound.nextTimeout)
     }
 
     /// After a media packet: the participant's RTCP goes now only when the packet made some due
@@ -597,13 +597,15 @@ public final class Room {
     /// nothing: 25,000 times a second in an audio room of 500.
     private func serviceRTCPIfDue(_ participant: Participant, now: Instant) {
         guard participant.state == .secure else { return }
-        if let due = participant.inbound.nextTimeout, due <= now { serviceRTCP(participant, now: now) } else { scheduleRTCP(participant) }
+        // Asked once: it visits each of the participant's receive streams.
+        let due = participant.inbound.nextTimeout
+        if let due, due <= now { serviceRTCP(participant, now: now) } else { scheduleRTCP(participant, due: due) }
     }
 
     /// Notes when the participant's RTCP is next due, for `nextTimeout`.
-    private func scheduleRTCP(_ participant: Participant) {
-        participant.rtcpDue = participant.inbound.nextTimeout
-        if let due = participant.rtcpDue, due < (soonestRTCP ?? due + .seconds(1)) { soonestRTCP = due }
+    private func scheduleRTCP(_ participant: Participant, due: Instant?) {
+        participant.rtcpDue = due
+        if let due, due < (soonestRTCP ?? due + .seconds(1)) { soonestRTCP = due }
     }
 
     // MARK: Time

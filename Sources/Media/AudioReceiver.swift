@@ -57,7 +57,7 @@ public final class AudioReceiver {
     private let decoder: OpusDecoder
     /// Audio decoded (or concealed) and not played yet, interleaved: packets of any length are
     /// cut into ticks here.
-    private var pending: [Int16] = []
+    private var pending = PendingAudio()
     private var lastTick: Instant?
     private var playedTimestamp: UInt32?
     /// How much longer than its jitter needs this voice waits, so that it is heard with its
@@ -113,8 +113,7 @@ public final class AudioReceiver {
                 playing = false
                 break
             }
-            // Usually one packet makes one tick: take its array as it is, without copying.
-            if pending.isEmpty { pending = piece } else { pending += piece }
+            pending.append(piece)
         }
         // Spare delay first (a burst's extra, which everyone hears as latency), then lip sync. A
         // stretch the audio did not allow (no pitch period, not quiet) is tried again a few
@@ -122,32 +121,22 @@ public final class AudioReceiver {
         if stretchPause > 0 || !playing {
             stretchPause = max(0, stretchPause - 1)
         } else if spareCut {
-            let cut = TimeStretch.shorten(&pending, channels: channels, atMost: spare.budget)
+            let cut = pending.withSamples { TimeStretch.shorten(&$0, channels: channels, atMost: spare.budget) }
             spare.budget -= cut
             shortenedSamples += cut
             if cut == 0 { stretchPause = Self.stretchRetryTicks }
         } else if lipSync >= TimeStretch.shortestCut {
-            let added = TimeStretch.lengthen(&pending, channels: channels, atMost: lipSync)
+            let added = pending.withSamples { TimeStretch.lengthen(&$0, channels: channels, atMost: lipSync) }
             lipSyncSamples += added
             if added == 0 { stretchPause = Self.stretchRetryTicks }
         } else if -lipSync >= TimeStretch.shortestCut {
-            let cut = TimeStretch.shorten(&pending, channels: channels, atMost: -lipSync)
+            let cut = pending.withSamples { TimeStretch.shorten(&$0, channels: channels, atMost: -lipSync) }
             lipSyncSamples -= cut
             if cut == 0 { stretchPause = Self.stretchRetryTicks }
         }
-        if pending.isEmpty {
-            pending = silentSamples(tick * channels)
-        } else if pending.count < tick * channels {
-            pending += [Int16](repeating: 0, count: tick * channels - pending.count)
-        }
-        let samples: [Int16]
-        if pending.count == tick * channels {
-            samples = pending
-            pending = []
-        } else {
-            samples = Array(pending[..<(tick * channels)])
-            pending.removeFirst(tick * channels)
-        }
+        // An underrun plays silence for what is missing.
+        if pending.count < tick * channels { pending.append(.silence(tick * channels - pending.count)) }
+        let samples = pending.removeFirst(tick * channels, zeros: silentSamples)
         // A stall plays out what was pending, the delay with it.
         lipSyncSamples = min(lipSyncSamples, pending.count / channels)
         playedTimestamp = buffer.cursorTimestamp.map { $0 &- UInt32(truncatingIfNeeded: clockUnits(pending.count / channels + tick)) }
@@ -178,7 +167,7 @@ public final class AudioReceiver {
     }
 
     /// The buffer's next audio, decoded or concealed; nil when the buffer has nothing playing.
-    private func next(now: Instant, wanting: Int) -> [Int16]? {
+    private func next(now: Instant, wanting: Int) -> PendingAudio.Piece? {
         let output = buffer.pop(now: now, wanting: clockUnits(wanting))
         switch output {
         case .packet, .silentPacket: levelPlaying = buffer.lastPoppedLevel
@@ -192,7 +181,7 @@ public final class AudioReceiver {
         case .silentPacket(let packet, let units):
             silentInARow += 1
             // The end of a sound that was decoded; after one that was not, nothing to end.
-            if silentInARow == 1 && !lastWasSkipped { return decode(packet) }
+            if silentInARow == 1 && !lastWasSkipped { return .samples(decode(packet)) }
             silentPacketsSkipped += 1
             lastWasSkipped = true
             return silence(units)
@@ -200,7 +189,7 @@ public final class AudioReceiver {
             return silence(units)
         case .conceal(let units):
             concealedLastTick = true
-            return decoder.concealLoss(samples: samples(fromClock: units)).samples
+            return .samples(decoder.concealLoss(samples: samples(fromClock: units)).samples)
         case .packet(let packet):
             silentInARow = 0
             if let level = buffer.lastPoppedLevel, Int(level) > decodeLevelLimit,
@@ -210,18 +199,18 @@ public final class AudioReceiver {
                 return silence(units)
             }
             resetAfterSilence()
-            return decode(packet)
+            return .samples(decode(packet))
         case .recoverWithFEC(let next, let units):
             resetAfterSilence()
-            do { return try decoder.decodeFEC(next, samples: samples(fromClock: units)).samples } catch {
+            do { return .samples(try decoder.decodeFEC(next, samples: samples(fromClock: units)).samples) } catch {
                 decodeErrors += 1
-                return decoder.concealLoss(samples: samples(fromClock: units)).samples
+                return .samples(decoder.concealLoss(samples: samples(fromClock: units)).samples)
             }
         }
     }
 
     /// `units` of the clock as silence.
-    private func silence(_ units: Int) -> [Int16] { silentSamples(samples(fromClock: units) * channels) }
+    private func silence(_ units: Int) -> PendingAudio.Piece { .silence(samples(fromClock: units) * channels) }
 
     /// `count` zero samples, one array kept and handed out again: most receivers of a large room
     /// play silence every tick (hundreds of allocations a tick otherwise); whoever changes it
@@ -270,5 +259,61 @@ public struct AudioPlayout: Sendable, Equatable {
         self.timestamp = timestamp
         self.at = at
         self.depth = depth
+    }
+}
+
+/// Audio decoded and not played yet, interleaved: samples, then digital silence kept as a count.
+/// Most receivers of a large room play silence, and once their playout was shortened (spare
+/// delay taken out) their ticks no longer fall on packet boundaries: as samples, every tick would
+/// copy a packet's zeros in and a tick's zeros out.
+struct PendingAudio {
+    /// What the receiver's next step gives: decoded (or concealed) samples, or this many zeros.
+    enum Piece {
+        case samples([Int16])
+        case silence(Int)
+    }
+    private var samples: [Int16] = []
+    /// Zeros after `samples`.
+    private var silence = 0
+
+    var count: Int { samples.count + silence }
+
+    mutating func append(_ piece: Piece) {
+        switch piece {
+        case .silence(let zeros):
+            silence += zeros
+        case .samples(let piece):
+            materializeSilence()
+            // Usually one packet makes one tick: take its array as it is, without copying.
+            if samples.isEmpty { samples = piece } else { samples += piece }
+        }
+    }
+
+    /// Takes the first `n` samples (at most `count`); `zeros(k)` gives k zeros (a kept array).
+    mutating func removeFirst(_ n: Int, zeros: (Int) -> [Int16]) -> [Int16] {
+        if samples.isEmpty {
+            silence -= n
+            return zeros(n)
+        }
+        if samples.count >= n {
+            if samples.count == n { defer { samples = [] }; return samples }
+            defer { samples.removeFirst(n) }
+            return Array(samples[..<n])
+        }
+        silence -= n - samples.count
+        defer { samples = [] }
+        return samples + zeros(n - samples.count)
+    }
+
+    /// Runs `body` on every pending sample, the silence written out (a stretch of the playout).
+    mutating func withSamples<Result>(_ body: (inout [Int16]) -> Result) -> Result {
+        materializeSilence()
+        return body(&samples)
+    }
+
+    private mutating func materializeSilence() {
+        guard silence > 0 else { return }
+        samples += repeatElement(0, count: silence)
+        silence = 0
     }
 }
