@@ -239,8 +239,9 @@ public final class MediaPort {
     /// Protects and sends RTP to a peer; false if it cannot send yet.
     @discardableResult
     public func sendRTP(_ packet: consuming [UInt8], to id: PeerID) -> Bool {
-        guard let transport = peers[id]?.transport, transport.sendRTP(packet) else { return false }
-        drainTransmits(of: transport)
+        guard let transport = peers[id]?.transport, let datagram = transport.protectedRTP(packet) else { return false }
+        if transport.hasTransmits { drainTransmits(of: transport) }
+        pendingSends.append(datagram)
         return true
     }
 

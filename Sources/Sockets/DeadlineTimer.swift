@@ -18,8 +18,10 @@ public final class DeadlineTimer {
         if let armedAt, armedAt <= deadline { return }
         if let token { loop.cancel(token) }
         armedAt = deadline
-        token = loop.schedule(at: deadline) { [weak self] in
-            guard let self else { return }
+        // Unowned, not weak: a weak reference would give every timer a side table and each of its
+        // retains (one per datagram, at the re-arm) the runtime's slow path. Safe, because deinit
+        // cancels the scheduled work and the loop runs no work cancelled.
+        token = loop.schedule(at: deadline) { [unowned self] in
             self.token = nil
             self.armedAt = nil
             self.action?(self.loop.clock.now())

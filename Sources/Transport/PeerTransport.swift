@@ -145,7 +145,9 @@ public final class PeerTransport {
         case .lite(let agent): agent.consentDeadline(since: start)
         case .controlling(let agent): min(agent.nextTimeout, (agent.lastResponse ?? start) + agent.consentTimeout)
         }
-        return [iceDeadline, dtls.nextTimeout(now: now)].compactMap { $0 }.min()
+        // Asked after every datagram: no arrays built.
+        guard let dtlsDeadline = dtls.nextTimeout(now: now) else { return iceDeadline }
+        return min(iceDeadline, dtlsDeadline)
     }
 
     /// A datagram to send.
@@ -166,11 +168,22 @@ public final class PeerTransport {
     /// Protects and queues an RTP packet; false when the session cannot send yet.
     @discardableResult
     public func sendRTP(_ packet: consuming [UInt8]) -> Bool {
-        guard let outbound, let destination = remoteAddress, failure == nil,
-              let protected = try? outbound.protectRTP(packet) else { return false }
-        transmits.append((protected, destination))
+        guard let transmit = protectedRTP(packet) else { return false }
+        transmits.append(transmit)
         return true
     }
+
+    /// An RTP packet protected into the datagram to send, not queued: for a caller that batches
+    /// its sends itself (the media port, a packet per guest per tick). Nil when the session
+    /// cannot send yet. Send what `pollTransmit` holds first, to keep the order.
+    public func protectedRTP(_ packet: consuming [UInt8]) -> Transmit? {
+        guard let outbound, let destination = remoteAddress, failure == nil,
+              let protected = try? outbound.protectRTP(packet) else { return nil }
+        return (protected, destination)
+    }
+
+    /// Whether datagrams wait in `pollTransmit`.
+    public var hasTransmits: Bool { !transmits.isEmpty }
 
     /// Protects and queues an RTCP compound packet; false when the session cannot send yet.
     @discardableResult

@@ -36,6 +36,25 @@ import Wire
         #expect(loop.clock.now() >= start + .milliseconds(30))
     }
 
+    @Test func aDeadlineTimerFiresOnceAtItsEarliestDeadlineAndNeverOnceGone() throws {
+        let loop = try EventLoop()
+        let start = loop.clock.now()
+        nonisolated(unsafe) var fired: [String] = []
+        let kept = DeadlineTimer(loop: loop)
+        kept.action = { _ in fired.append("kept") }
+        kept.arm(at: start + .milliseconds(20))
+        kept.arm(at: start + .milliseconds(10))  // earlier: re-armed
+        kept.arm(at: start + .milliseconds(40))  // later: the earlier one stays
+        var dropped: DeadlineTimer? = DeadlineTimer(loop: loop)
+        dropped?.action = { _ in fired.append("dropped") }
+        dropped?.arm(at: start + .milliseconds(15))
+        dropped = nil  // its owner went (a peer removed): nothing may run for it
+        loop.schedule(at: start + .milliseconds(50)) { loop.stop() }
+        loop.run()
+        #expect(fired == ["kept"])
+        withExtendedLifetime(kept) {}
+    }
+
     @Test func workFromAnotherThreadRunsOnTheLoopThread() async throws {
         let loop = try EventLoop()
         let thread = EventLoopThread(loop)

@@ -107,6 +107,12 @@ private func rtpPacket(seq: UInt16, ssrc: UInt32 = 0x1234_5678, payload: [UInt8]
         #expect(call.hostEvents.contains(.rtcp(rtcp)))
         #expect(call.clientEvents.contains(.rtp(rtpPacket(seq: 2, ssrc: 0xAAAA_BBBB))))
         #expect(call.host.drops.total == 0)
+
+        // A packet protected for a caller that batches its own sends: to the client, not queued.
+        let datagram = try #require(call.host.protectedRTP(rtpPacket(seq: 3, ssrc: 0xAAAA_BBBB)))
+        #expect(datagram.destination == call.clientAddress && !call.host.hasTransmits)
+        call.client.handleDatagram(datagram.bytes, from: call.hostAddress, now: call.clock.now())
+        #expect(call.client.pollEvent() == .rtp(rtpPacket(seq: 3, ssrc: 0xAAAA_BBBB)))
     }
 
     /// NAT rebinding: the client's packets start coming from another port and its old mapping
