@@ -109,6 +109,8 @@ public struct RetransmissionBuffer: Sendable {
         var lastResentAt: Instant?
         /// Whether its last resend was on the RTX stream.
         var lastResentAsRTX = false
+        /// Whether a request after that RTX resend was counted (`rtxResendsAskedAgain`).
+        var askedAgainCounted = false
         var bytes: [UInt8]
     }
 
@@ -130,6 +132,8 @@ public struct RetransmissionBuffer: Sendable {
     /// RTX resends, and requests for a packet whose last resend was RTX (see `resend`).
     private var rtxResends = 0
     private var rtxResendsAskedAgain = 0
+    /// First requests answered in-stream because the receiver seems to take no RTX.
+    private var firstRequestsInStream = 0
     /// Requested packets not resent: unknown, too old, paced or over the byte budget.
     public private(set) var requestsRefused: Int64 = 0
     /// Requested packets that no resend can bring any more: unknown or too old (not those paced
@@ -194,9 +198,25 @@ public struct RetransmissionBuffer: Sendable {
 
     private mutating func resend(_ sequenceNumber: UInt16, now: Instant) -> [UInt8]? {
         let index = Int(sequenceNumber) & mask
-        guard var slot = slots[index], slot.sequenceNumber == sequenceNumber,
-            now - slot.sentAt <= configuration.maxAge
-        else {
+        guard var slot = slots[index], slot.sequenceNumber == sequenceNumber else {
+            requestsRefused += 1
+            requestsUnanswerable += 1
+            return nil
+        }
+        // A receiver may not take RTX at all: aiortc routes an RTX packet by its payload type
+        // alone, so never on a second video m-line that shares the first's RTX type, and waits
+        // at the hole until its jitter buffer overflows (128 packets: 8 s of a small camera).
+        // Such a receiver asks again for every packet resent as RTX; one that takes RTX, only
+        // for those whose resend was lost. A request after an RTX resend is counted even when it
+        // is too old or too soon to answer: aiortc asks again only at its next gap, often more
+        // than `maxAge` later.
+        let askedAgainAfterRTX = slot.lastResentAsRTX
+        if askedAgainAfterRTX && !slot.askedAgainCounted {
+            rtxResendsAskedAgain += 1
+            slot.askedAgainCounted = true
+            slots[index] = slot
+        }
+        guard now - slot.sentAt <= configuration.maxAge else {
             requestsRefused += 1
             requestsUnanswerable += 1
             return nil
@@ -206,17 +226,22 @@ public struct RetransmissionBuffer: Sendable {
             return nil
         }
         var bytes = slot.bytes
-        // A receiver may not take RTX at all: aiortc routes an RTX packet by its payload type
-        // alone, so never on a second video m-line that shares the first's RTX type, and waits
-        // at the hole until its jitter buffer overflows (128 packets: 8 s of a small camera).
-        // Such a receiver asks again for every packet resent as RTX; one that takes RTX, only
-        // for those whose resend was lost. So a packet asked for again after its RTX resend
-        // goes as its original bytes on the media stream (RFC 4588 §1's "same stream" repair,
-        // taken as a late packet) while at least half the stream's RTX resends were asked for
-        // again; else on RTX again (an in-stream repair counts in the receiver's reports as
-        // received, not lost, and its lateness as jitter).
-        let askedAgainAfterRTX = slot.lastResentAsRTX
-        let asRTX = rtx.flatMap { askedAgainAfterRTX && (rtxResendsAskedAgain + 1) * 2 >= rtxResends ? nil : $0 }
+        // While at least half the stream's RTX resends were asked for again, a packet asked for
+        // again goes as its original bytes on the media stream (RFC 4588 §1's "same stream"
+        // repair, taken as a late packet); from the second such request on, so do first requests,
+        // but for every eighth, which tests RTX again (a receiver that merely lost a few RTX
+        // resends gets RTX back). Else RTX: an in-stream repair counts in the receiver's reports
+        // as received, not lost, and its lateness as jitter.
+        let rtxSeemsIgnored = rtxResendsAskedAgain * 2 >= rtxResends
+        let asRTX: RTXConfiguration?
+        if askedAgainAfterRTX {
+            asRTX = rtxSeemsIgnored ? nil : rtx
+        } else if rtx != nil, rtxResendsAskedAgain >= 2, rtxSeemsIgnored {
+            firstRequestsInStream += 1
+            asRTX = firstRequestsInStream % 8 == 0 ? rtx : nil
+        } else {
+            asRTX = rtx
+        }
         if let rtx = asRTX {
             guard let original = try? RTPPacket.parse(slot.bytes) else {
                 requestsRefused += 1
@@ -236,7 +261,6 @@ public struct RetransmissionBuffer: Sendable {
             return nil
         }
         tokens -= Double(bytes.count)
-        if askedAgainAfterRTX { rtxResendsAskedAgain += 1 }
         if asRTX != nil {
             nextRTXSequenceNumber &+= 1
             rtxResends += 1
@@ -245,6 +269,7 @@ public struct RetransmissionBuffer: Sendable {
         }
         slot.lastResentAt = now
         slot.lastResentAsRTX = asRTX != nil
+        slot.askedAgainCounted = false
         slots[index] = slot
         packetsResent += 1
         return bytes
