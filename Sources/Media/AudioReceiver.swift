@@ -289,7 +289,8 @@ struct PendingAudio {
         }
     }
 
-    /// Takes the first `n` samples (at most `count`); `zeros(k)` gives k zeros (a kept array).
+    /// Takes the first `n` samples (at most `count`); `zeros(n)` gives n zeros when they are all
+    /// silence (a kept array, handed out again every tick).
     mutating func removeFirst(_ n: Int, zeros: (Int) -> [Int16]) -> [Int16] {
         if samples.isEmpty {
             silence -= n
@@ -300,9 +301,11 @@ struct PendingAudio {
             defer { samples.removeFirst(n) }
             return Array(samples[..<n])
         }
+        // Sound, then the start of the silence: a new array either way (asking the kept one
+        // for another length would only make it again at the next tick).
         silence -= n - samples.count
         defer { samples = [] }
-        return samples + zeros(n - samples.count)
+        return samples + repeatElement(0, count: n - samples.count)
     }
 
     /// Runs `body` on every pending sample, the silence written out (a stretch of the playout).
