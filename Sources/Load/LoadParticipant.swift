@@ -33,6 +33,9 @@ final class LoadParticipant {
         var retransmissionsReceived = 0
         var packetsExpected: Int64 = 0
         var packetsLost: Int64 = 0
+        /// RTP packets its own impaired network (`--loss`) dropped on their way to it: the loss
+        /// that is the impairment's, not the host's.
+        var packetsLostOnTheWay: Int64 = 0
         var jitterMilliseconds: [Double] = []
         var videoFramesReceived = 0
         /// When each whole composite frame arrived, seconds into the run (its received frame rate
@@ -490,8 +493,11 @@ final class LoadParticipant {
         let now = self.now
         socket.receive(from: answer?.candidate) { datagram in
             if model.isDark(now) { return }  // `--blackout`: nothing gets through
-            if network != nil, Self.isMedia(datagram.bytes) {
+            if let lostBefore = network?.inbound.counters.lost, Self.isMedia(datagram.bytes) {
                 network?.inbound.send(datagram, now: now)
+                if network?.inbound.counters.lost != lostBefore, MuxedPacketKind.classify(datagram.bytes) == .rtp {
+                    results.packetsLostOnTheWay += 1
+                }
             } else {
                 transport?.handleDatagram(datagram.bytes, from: datagram.source, now: now)
             }

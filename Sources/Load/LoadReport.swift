@@ -33,6 +33,8 @@ public struct LoadReport: Codable, Sendable {
         public var audioPacketsReceived: Int
         public var videoPacketsReceived: Int
         public var lossFraction: Double
+        /// What it lost other than to its own impaired network (`--loss`); nil without one.
+        public var lossBeyondImpairmentFraction: Double?
         public var jitterMilliseconds: Double
         public var videoFramesReceived: Int
         public var framesDecoded: Int

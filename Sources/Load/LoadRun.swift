@@ -420,7 +420,9 @@ public final class LoadRun {
                 identity: participant.identity, speaker: participant.isSpeaker, decodes: participant.decodes, joins: result.joins,
                 failures: result.failures, joinMilliseconds: result.joinMilliseconds, firstFrameMilliseconds: result.firstFrameMilliseconds,
                 audioPacketsReceived: result.audioPacketsReceived, videoPacketsReceived: result.videoPacketsReceived,
-                lossFraction: Self.loss(result), jitterMilliseconds: Percentile.of(result.jitterMilliseconds, 0.5) ?? 0,
+                lossFraction: Self.loss(result),
+                lossBeyondImpairmentFraction: options.impairment == nil ? nil : Self.lossBeyondImpairment(result),
+                jitterMilliseconds: Percentile.of(result.jitterMilliseconds, 0.5) ?? 0,
                 videoFramesReceived: result.videoFramesReceived, framesDecoded: result.framesDecoded, freezes: result.freezes,
                 freezeMilliseconds: result.freezeMilliseconds, longestFreezeMilliseconds: result.longestFreezeMilliseconds,
                 nacksSent: result.nacksSent, keyFrameRequestsSent: result.keyFrameRequestsSent,
@@ -490,6 +492,12 @@ public final class LoadRun {
 
     static func loss(_ results: LoadParticipant.Results) -> Double {
         results.packetsExpected > 0 ? Double(results.packetsLost) / Double(results.packetsExpected) : 0
+    }
+
+    /// The share of what the host sent that a receiver lost other than to its own impaired
+    /// network (`--loss`): the host's part of the loss.
+    static func lossBeyondImpairment(_ results: LoadParticipant.Results) -> Double {
+        results.packetsExpected > 0 ? Double(results.packetsLost - results.packetsLostOnTheWay) / Double(results.packetsExpected) : 0
     }
 
     /// The share of its mix packets a receiver never got, less those a blackout of `dark` took
