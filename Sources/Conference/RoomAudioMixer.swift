@@ -24,9 +24,10 @@ import Wire
 /// one without each voice for that voice itself), plus those of listeners who chose not to hear
 /// someone. The choice has hysteresis: a voice keeps its place through pauses between words
 /// (`voiceHold`), and one outside takes the place of the quietest inside only when it is
-/// `voiceSwitchMarginDb` louder (levels smoothed over about 100 ms, since single decoded frames
-/// of a tone peak up to 5 dB above it, and not moved by concealed losses nor by pauses), so
-/// voices do not flicker in and out. The levels are those senders give (RFC 6464) where they
+/// `voiceSwitchMarginDb` louder (levels smoothed over about 100 ms as they rise and 400 ms as
+/// they fall, since single decoded frames of a tone peak up to 5 dB above it and the decoder's
+/// fade at the end of each word dips 10 to 30 dB; not moved by concealed losses nor by
+/// pauses), so voices do not flicker in and out. The levels are those senders give (RFC 6464) where they
 /// do, so a voice left out is not even decoded (`AudioReceiver.decodeLevelLimit`). A voice left out is in no mix, its own listener's included: nobody hears themselves, and
 /// `notHeard` holds as before.
 ///
@@ -160,8 +161,11 @@ public final class RoomAudioMixer<Member: Hashable> {
     /// Each chosen or sounding member's level (dBov) smoothed over its sounding ticks, and when it
     /// last sounded.
     private var heldLevels: [Member: (level: Double, sounded: Instant)] = [:]
-    /// The weight of a tick's level in the smoothed level: a time constant of five ticks.
-    private static var levelSmoothing: Double { 0.2 }
+    /// The weight of a tick's level in the smoothed level when louder than it (a time constant
+    /// of five ticks) and when quieter (twenty ticks, 0.4 s: a voice that really gets quieter
+    /// loses its lead within a second).
+    private static var levelAttack: Double { 0.2 }
+    private static var levelRelease: Double { 0.05 }
     /// Whether each tick also makes the whole room's mix (everyone sounding), for recordings.
     public var producesRoomMix = false
     /// The whole room's mix of the last tick, when `producesRoomMix`.
@@ -320,7 +324,13 @@ public final class RoomAudioMixer<Member: Hashable> {
             let level = members[member]?.level ?? -127
             // A concealed loss sounds, but its level is the decoder's guess (a tone's can peak
             // 5 dB above it): it keeps the voice's level as it was.
-            let smoothed = heldLevels[member].map { concealed.contains(member) ? $0.level : $0.level + (level - $0.level) * Self.levelSmoothing } ?? level
+            // Rising levels count fast, falling ones slowly: the decoder's fade at the end of a
+            // word (a few frames 10 to 30 dB down) would otherwise make a voice the quietest by
+            // the margin at each pause, and among many equal voices they would take turns.
+            let smoothed = heldLevels[member].map { held in
+                if concealed.contains(member) { return held.level }
+                return held.level + (level - held.level) * (level > held.level ? Self.levelAttack : Self.levelRelease)
+            } ?? level
             heldLevels[member] = (smoothed, now)
         }
         let hold = configuration.voiceHold

@@ -128,6 +128,30 @@ import WireTesting
         #expect(Set(mixer.voices) == ["a", "b", "d"])
     }
 
+    /// A chosen voice's pauses between words keep its place against an equally loud one outside:
+    /// the decoder's fade at the end of each word (a few frames 10 to 30 dB down) does not make
+    /// it the quietest by the margin (it did, and voices among many equal ones took turns).
+    @Test(arguments: [false, true]) func aVoiceFadingAtTheEndOfAWordKeepsItsPlace(levels: Bool) throws {
+        let (mixer, members) = try room(["a", "b", "c", "d", "listener"], levels: levels)
+        var voices: [String: (hz: Double, amplitude: Double)] = ["a": (300, 8_000), "b": (500, 8_000), "c": (700, 8_000)]
+        try run(mixer, members, voices: voices, ticks: 0..<20)
+        voices["d"] = (900, 8_000)
+        try run(mixer, members, voices: voices, ticks: 20..<40)
+        #expect(Set(mixer.voices) == ["a", "b", "c"])
+        // Words of 900 ms with 100 ms pauses, each chosen voice pausing at its own time.
+        for word in 0..<3 {
+            for (index, name) in ["a", "b", "c"].enumerated() {
+                let start = 40 + word * 50 + index * 15
+                var pausing = voices
+                pausing[name]?.amplitude = 0  // its sender sends silence, as the load's tones do
+                try run(mixer, members, voices: pausing, ticks: start..<start + 5)
+                try run(mixer, members, voices: voices, ticks: start + 5..<start + 15)
+                #expect(Set(mixer.voices) == ["a", "b", "c"], "word \(word): \(name) paused and kept its place")
+            }
+            try run(mixer, members, voices: voices, ticks: 40 + word * 50 + 45..<40 + word * 50 + 50)
+        }
+    }
+
     /// With no bound (0), every sounding voice is mixed.
     @Test func maxVoicesZeroMixesEveryone() throws {
         let mixer = RoomAudioMixer<String>(configuration: .init(maxVoices: 0))
