@@ -634,15 +634,15 @@ public final class Room {
     /// One audio tick: mix for the deadline (not the wake-up time, so the media clock stays
     /// regular), follow the speaker, feed recordings, send.
     private func audioTick(deadline: Instant) {
-        let packets = mixer.tick(now: deadline)
+        mixer.tick(now: deadline)
         for error in mixer.takeStartFailures() { startFailures.append(("opus-encoder", error)) }
-        followSpeaker(levels: mixer.levelsInOrder, now: deadline)
+        followSpeaker(now: deadline)
         if let whole = mixer.roomMixLastTick, let mixTrack {
             mixTrack.push(whole, now: deadline)
             emit(.recordingTick(deadline))
         }
-        for participant in participants where participant.state == .secure {
-            guard let payload = packets[participant], let bytes = participant.outbound.mixPacket(payload, now: deadline) else { continue }
+        mixer.forEachPacket { participant, payload in
+            guard participant.state == .secure, let bytes = participant.outbound.mixPacket(payload, now: deadline) else { return }
             emit(.sendRTP(participant: participant.id, bytes: bytes))
         }
     }
@@ -666,9 +666,11 @@ public final class Room {
 
     /// The participant whose screen share a preset shows: the first, in joining order, whose
     /// screen renders. A share that stops (its section stopped or made inactive, or 2 s without
-    /// a picture) gives the main tile back.
-    private func followScreenShare(now: Instant) {
-        let sharer = participants.first { !$0.isViewer && $0.inbound.screenTrack.isRendering(now: now) }?.identity
+    /// a picture) gives the main tile back. Read from `rendering`, which the video tick has just
+    /// brought up to date for every participant with video (no track is asked: a room of
+    /// hundreds of audio guests ticks video 30 times a second).
+    private func followScreenShare() {
+        let sharer = participants.first { !$0.isViewer && !$0.rendering.isEmpty && $0.rendering.contains("screen") }?.identity
         guard sharer != screenSharer else { return }
         screenSharer = sharer
         if case .preset = layout { applyLayout(publish: true) }
@@ -676,8 +678,8 @@ public final class Room {
 
     /// Takes one audio tick's levels: a new active speaker is published and moves into the main
     /// tile of a preset that has one.
-    private func followSpeaker(levels: [(member: Participant, level: Double)], now: Instant) {
-        for (participant, level) in levels { speakerDetector.update(participant: participant.identity, level: level, now: now) }
+    private func followSpeaker(now: Instant) {
+        mixer.forEachLevel { participant, level in speakerDetector.update(participant: participant.identity, level: level, now: now) }
         guard let speaker = speakerDetector.evaluate(now: now) else { return }
         emit(.event(RoomEvent(.activeSpeakerChanged, room: name, participant: participant(identity: speaker)?.id, identity: speaker)))
         if case .preset(let preset) = layout, preset != .grid { applyLayout(publish: true) } else { refreshCameraCaps() }
@@ -694,7 +696,7 @@ public final class Room {
             participant.inbound.releaseCamera(now: deadline, drawInterval: compositor.tickInterval)
             noteRendering(of: participant, now: deadline)
         }
-        followScreenShare(now: deadline)
+        followScreenShare()
         let receivers = participants.filter(\.receivesVideoNow)
         encoderSpeed.ticked(lateness: now - deadline)
         if encoderSpeed.evaluate(now: now, frameInterval: compositor.tickInterval) { followEncoderStep() }

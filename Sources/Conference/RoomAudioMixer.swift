@@ -104,6 +104,8 @@ public final class RoomAudioMixer<Member: Hashable> {
         var frame: AudioFrame?
         /// Whether its voice is in the mixes this tick.
         var isVoice = false
+        /// Its packet of the last tick, an index into `mixPackets`; nil for none.
+        var mix: Int?
 
         init(member: Member, receiver: AudioReceiver?, listens: Bool) {
             self.member = member
@@ -137,6 +139,8 @@ public final class RoomAudioMixer<Member: Hashable> {
 
     /// Members in the order they were added (so that ticks are deterministic).
     private var entries: [Entry] = []
+    /// The last tick's packets, one per distinct mix (the one of every voice first).
+    private var mixPackets: [[UInt8]] = []
     private var members: [Member: Entry] = [:]
     private var channels: [Set<Member>: MixChannel] = [:]
     /// This tick's sum of the sounding frames, from which each mix takes its frames back out.
@@ -148,11 +152,20 @@ public final class RoomAudioMixer<Member: Hashable> {
     public var encodersRunning: Int { channels.count }
     /// Distinct mixes encoded in the last tick.
     public private(set) var mixesLastTick = 0
-    /// Each member's level in the last tick, in dBov (0 the loudest, -127 silence; RFC 6464's
-    /// scale), for the active speaker detector, in join order. Members without a frame are absent.
-    public var levelsInOrder: [(member: Member, level: Double)] { entries.compactMap { entry in entry.level.map { (entry.member, $0) } } }
+    /// Calls `body` with each member's level in the last tick, in dBov (0 the loudest, -127
+    /// silence; RFC 6464's scale), for the active speaker detector, in join order. Members
+    /// without a frame are left out.
+    public func forEachLevel(_ body: (Member, Double) -> Void) {
+        for entry in entries {
+            if let level = entry.level { body(entry.member, level) }
+        }
+    }
     /// The same by member.
-    public var levelsLastTick: [Member: Double] { Dictionary(levelsInOrder, uniquingKeysWith: { first, _ in first }) }
+    public var levelsLastTick: [Member: Double] {
+        var levels: [Member: Double] = [:]
+        forEachLevel { member, level in levels[member] = level }
+        return levels
+    }
     /// Members counted as sounding in the last tick.
     public private(set) var soundingLastTick: Set<Member> = []
     /// The voices chosen for the mixes (at most `maxVoices`), in the order they were chosen; one
@@ -226,9 +239,9 @@ public final class RoomAudioMixer<Member: Hashable> {
     }
 
     /// Mixes and encodes the tick at `now` (call every 20 ms): each listening member's Opus
-    /// packet of everyone sounding but itself. Members who listen to the same mix get the same
-    /// bytes from one encode.
-    public func tick(now: Instant) -> [Member: [UInt8]] {
+    /// packet of everyone sounding but itself (`forEachPacket`). Members who listen to the same
+    /// mix get the same bytes from one encode.
+    public func tick(now: Instant) {
         // One frame from every receiver, every tick, so that each jitter buffer plays on time
         // whether or not anyone hears it.
         var sounding: [Entry] = []
@@ -263,40 +276,45 @@ public final class RoomAudioMixer<Member: Hashable> {
         }
         roomMixLastTick = producesRoomMix ? bus.mix(without: [], limiter: &roomLimiter, timestamp: now) : nil
 
-        var packets: [Member: [UInt8]] = [:]
-        packets.reserveCapacity(entries.count)
-        // Most listeners hear every voice (the key `mixed` itself): one list, no set made for each.
-        var hearingAll: [Member] = []
+        // Each listener is given an index into this tick's packets: most hear every voice (the
+        // key `mixed` itself, packet 0), marked in place with no set or list made for them.
+        mixPackets.removeAll(keepingCapacity: true)
+        let hearsAll = 0
+        var anyHearsAll = false
         var lossHearingAll = 0
-        var keys: [(member: Member, key: Set<Member>)] = []
+        var keys: [(entry: Entry, key: Set<Member>)] = []
         var lossByKey: [Set<Member>: Int] = [:]
-        for entry in entries where entry.listens {
+        for entry in entries {
+            entry.mix = nil
+            guard entry.listens else { continue }
             // Every voice mixed but the listener and those it chose not to hear.
             let hearsItself = entry.isVoice && !configuration.returnsOwnVoice
             if !hearsItself && (entry.notHeard.isEmpty || entry.notHeard.isDisjoint(with: mixed)) {
-                hearingAll.append(entry.member)
+                entry.mix = hearsAll
+                anyHearsAll = true
                 lossHearingAll = max(lossHearingAll, entry.lossPercent)
                 continue
             }
             var left = entry.notHeard.intersection(mixed)
             if hearsItself { left.insert(entry.member) }
             let key = mixed.subtracting(left)
-            keys.append((entry.member, key))
+            keys.append((entry, key))
             lossByKey[key] = max(lossByKey[key] ?? 0, entry.lossPercent)
         }
-        var encoded: [Set<Member>: [UInt8]] = [:]
+        var encoded: [Set<Member>: Int] = [:]
         var failed: Set<Set<Member>> = []
-        if !hearingAll.isEmpty {
+        if anyHearsAll {
             if let packet = encode(key: mixed, without: [], lossPercent: lossHearingAll, now: now) {
-                encoded[mixed] = packet
-                for member in hearingAll { packets[member] = packet }
+                encoded[mixed] = mixPackets.count
+                mixPackets.append(packet)
             } else {
                 failed.insert(mixed)
+                for entry in entries where entry.mix == hearsAll { entry.mix = nil }
             }
         }
-        for (member, key) in keys {
-            if let packet = encoded[key] {
-                packets[member] = packet
+        for (entry, key) in keys {
+            if let index = encoded[key] {
+                entry.mix = index
                 continue
             }
             let left = mixed.subtracting(key)
@@ -306,13 +324,21 @@ public final class RoomAudioMixer<Member: Hashable> {
                 failed.insert(key)
                 continue
             }
-            encoded[key] = packet
-            packets[member] = packet
+            encoded[key] = mixPackets.count
+            entry.mix = mixPackets.count
+            mixPackets.append(packet)
         }
         mixesLastTick = encoded.count
         encodeFailures += failed.count
         dropIdleChannels(now: now)
-        return packets
+    }
+
+    /// Calls `body` with each listening member and its packet of the last tick, in the order
+    /// members were added (none for a member whose mix could not be encoded).
+    public func forEachPacket(_ body: (Member, [UInt8]) -> Void) {
+        for entry in entries {
+            if let mix = entry.mix { body(entry.member, mixPackets[mix]) }
+        }
     }
 
     /// The voices the mixes hold this tick: every sounding one while they are at most

@@ -65,7 +65,7 @@ import WireTesting
                                         timestamp: UInt32(truncatingIfNeeded: tick * 960), arrival: now,
                                         level: member.sendsLevels ? AudioLevel(of: frame) : nil)
             }
-            let packets = mixer.tick(now: now)
+            let packets = mixer.packets(now: now)
             for (name, member) in members {
                 guard let packet = packets[name] else { continue }
                 let frame = try member.decoder.decode(packet)
@@ -243,7 +243,7 @@ import WireTesting
             let packet = try member.encoder.encode(toneFrame(frequency, frame: 20))
             member.receiver.receive(payload: packet, sequenceNumber: 20, timestamp: 20 * 960, arrival: now)
         }
-        packets = mixer.tick(now: now)
+        packets = mixer.packets(now: now)
         #expect(Set(packets.keys) == ["a", "b"], "the leaver is sent nothing")
         #expect(mixer.soundingLastTick == ["a", "b"], "the leaver's voice is in no mix")
         // And over the following ticks, what a and b hear has no 880 Hz.
@@ -288,7 +288,7 @@ import WireTesting
                 let frame = AudioFrame(channels: 1, samples: toneFrame(frequency, frame: tick).samples.map { Int16(Double($0) * syllable) })
                 a.receiver.receive(payload: try a.encoder.encode(frame), sequenceNumber: UInt16(tick),
                                    timestamp: UInt32(tick * 960), arrival: now)
-                if let packet = mixer.tick(now: now)["b"] { sent.append(packet) }
+                if let packet = mixer.packets(now: now)["b"] { sent.append(packet) }
             }
             let judged = sent.suffix(30)
             return Double(judged.filter(OpusDecoder.hasFEC).count) / Double(max(1, judged.count))
@@ -355,7 +355,7 @@ extension RoomAudioMixerTests {
                 let now = Instant(nanoseconds: 1_000_000_000) + .milliseconds(20 * tick)
                 speaker.receive(payload: try encoder.encode(toneFrame(440, frame: tick, amplitude: 8000)), sequenceNumber: UInt16(tick),
                                 timestamp: UInt32(tick * 960), arrival: now)
-                _ = mixer.tick(now: now)
+                mixer.tick(now: now)
                 tick += 1
             }
         }
@@ -369,5 +369,15 @@ extension RoomAudioMixerTests {
         mixer.loadComplexity = 42
         try run(1)
         #expect(mixer.complexity == 3 && mixer.runningEncoderComplexities == [3, 3], "now the step's")
+    }
+}
+
+extension RoomAudioMixer {
+    /// Ticks, and gives each listening member's packet of that tick.
+    func packets(now: Instant) -> [Member: [UInt8]] {
+        tick(now: now)
+        var packets: [Member: [UInt8]] = [:]
+        forEachPacket { packets[$0] = $1 }
+        return packets
     }
 }
