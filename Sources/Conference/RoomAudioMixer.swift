@@ -27,8 +27,9 @@ import Wire
 /// `voiceSwitchMarginDb` louder (levels smoothed over about 100 ms as they rise and 400 ms as
 /// they fall, since single decoded frames of a tone peak up to 5 dB above it and the decoder's
 /// fade at the end of each word dips 10 to 30 dB; not moved by concealed losses nor by
-/// pauses), so voices do not flicker in and out. The levels are those senders give (RFC 6464) where they
-/// do, so a voice left out is not even decoded (`AudioReceiver.decodeLevelLimit`). A voice left out is in no mix, its own listener's included: nobody hears themselves, and
+/// pauses), so voices do not flicker in and out. The levels are those senders give (RFC 6464)
+/// where they do, so a voice left out is not even decoded (`AudioReceiver.decodeLevelLimit`).
+/// A voice left out is in no mix, its own listener's included: nobody hears themselves, and
 /// `notHeard` holds as before.
 ///
 /// Mixing is `MixBus`'s, the one `MixMinus` uses too: the sounding frames summed once in Int32,
@@ -279,7 +280,7 @@ public final class RoomAudioMixer<Member: Hashable> {
         // Each listener is given an index into this tick's packets: most hear every voice (the
         // key `mixed` itself, packet 0), marked in place with no set or list made for them.
         mixPackets.removeAll(keepingCapacity: true)
-        let hearsAll = 0
+        let everyVoice = 0
         var anyHearsAll = false
         var lossHearingAll = 0
         var keys: [(entry: Entry, key: Set<Member>)] = []
@@ -290,7 +291,7 @@ public final class RoomAudioMixer<Member: Hashable> {
             // Every voice mixed but the listener and those it chose not to hear.
             let hearsItself = entry.isVoice && !configuration.returnsOwnVoice
             if !hearsItself && (entry.notHeard.isEmpty || entry.notHeard.isDisjoint(with: mixed)) {
-                entry.mix = hearsAll
+                entry.mix = everyVoice
                 anyHearsAll = true
                 lossHearingAll = max(lossHearingAll, entry.lossPercent)
                 continue
@@ -309,7 +310,7 @@ public final class RoomAudioMixer<Member: Hashable> {
                 mixPackets.append(packet)
             } else {
                 failed.insert(mixed)
-                for entry in entries where entry.mix == hearsAll { entry.mix = nil }
+                for entry in entries where entry.mix == everyVoice { entry.mix = nil }
             }
         }
         for (entry, key) in keys {

@@ -105,11 +105,13 @@ public struct LoadOptions: Sendable, Equatable {
         and report: a table on standard output, and PATH.json and PATH.html (by default
         reports/tessera-load-YYYYMMDD-HHMMSS under the working directory; --report none writes
         none). --max-voices K is the host's audio.maxVoices (3; 0 for no bound): with more speakers
-        than K, each listener must hear K of them steadily (K - 1 for a chosen speaker), no more. --loss, --burst, --jitter and --reorder put each participant's media (RTP and RTCP,
-        both ways) through a seeded lossy network; the loss check then judges only what each
-        participant lost beyond what its own network dropped (at most --max-loss). --blackout AT drops everything every participant sends and receives for 2 s
-        from AT into the run, and reports how soon the mix and the composite came back (the freeze
-        check leaves those 2 s out, and loss is not judged). --record FOLDER records the room once
+        than K, each listener must hear K of them steadily (K - 1 for a chosen speaker), no more.
+        --loss, --burst, --jitter and --reorder put each participant's media (RTP and RTCP, both
+        ways) through a seeded lossy network; the loss check then judges only what each
+        participant lost beyond what its own network dropped (at most --max-loss). --blackout AT
+        drops everything every participant sends and receives for 2 s from AT into the run, and
+        reports how soon the mix and the composite came back (the freeze check leaves those 2 s
+        out, and loss is not judged). --record FOLDER records the room once
         everyone is in until the end, reads the file from FOLDER (the host's recordings folder) and
         checks that it plays with lips and voices together. --secret S (the host's auth.secret) signs a
         token for each participant's join and the room's admin token for the run's other calls. --attack
