@@ -493,9 +493,8 @@ final class LoadParticipant {
         let now = self.now
         socket.receive(from: answer?.candidate) { datagram in
             if model.isDark(now) { return }  // `--blackout`: nothing gets through
-            if let lostBefore = network?.inbound.counters.lost, Self.isMedia(datagram.bytes) {
-                network?.inbound.send(datagram, now: now)
-                if network?.inbound.counters.lost != lostBefore, MuxedPacketKind.classify(datagram.bytes) == .rtp {
+            if network != nil, Self.isMedia(datagram.bytes) {
+                if network?.inbound.send(datagram, now: now) == false, MuxedPacketKind.classify(datagram.bytes) == .rtp {
                     results.packetsLostOnTheWay += 1
                 }
             } else {

@@ -36,18 +36,20 @@ public struct NetEm<Packet>: Sendable where Packet: Sendable {
         generator = SplitMix64(seed: seed)
     }
 
-    /// Puts `packet` on the wire at `now`.
-    public mutating func send(_ packet: Packet, now: Instant) {
+    /// Puts `packet` on the wire at `now`; false when the network loses it.
+    @discardableResult
+    public mutating func send(_ packet: Packet, now: Instant) -> Bool {
         counters.sent += 1
         if isLost() {
             counters.lost += 1
-            return
+            return false
         }
         enqueue(packet, now: now)
         if impairment.duplicate > 0, Double.random(in: 0..<1, using: &generator) < impairment.duplicate {
             counters.duplicated += 1
             enqueue(packet, now: now)
         }
+        return true
     }
 
     /// The packets that have arrived by `now`, in arrival order.

@@ -9,12 +9,14 @@ import WireTesting
         var network = NetEm<Int>(impairment, seed: seed)
         var now = Instant.milliseconds(1_000)
         var arrived: [Int] = []
+        var refused = 0
         for number in 0..<count {
-            network.send(number, now: now)
+            if !network.send(number, now: now) { refused += 1 }
             now = now + .milliseconds(20)
             arrived += network.receive(now: now)
         }
         arrived += network.receive(now: now + .seconds(10))
+        #expect(refused == network.counters.lost, "send says which packets the network lost")
         return (arrived, network.counters)
     }
 
