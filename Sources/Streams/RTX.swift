@@ -92,17 +92,14 @@ public struct RetransmissionBuffer: Sendable {
         /// Packets kept (rounded up to a power of two); 0 keeps none (a receiver that did not
         /// agree NACK asks for nothing, and a kept packet's bytes are memory held for naught).
         public var capacity: Int = 1024
-        /// Packets older than this are not resent. Three seconds, not one: aiortc asks again for
-        /// a packet only at its next gap, often more than a second later, and until then waits
-        /// at the hole (a browser gives up on a packet well within a second, so a longer age
-        /// costs it nothing). The bytes are kept anyway, until their slot is reused.
-        public var maxAge: Duration = .seconds(3)
+        /// Packets older than this are not resent.
+        public var maxAge: Duration = .seconds(1)
         /// A packet is resent at most once per this interval, or per round trip when one is
         /// known (a receiver asks again before the resend could have reached it).
         public var minimumResendInterval: Duration = .milliseconds(10)
         /// Resent bytes per second at most (RTP bytes, before SRTP).
         public var maxBytesPerSecond: Int = 250_000
-        /// The defaults: 1024 packets, 3 s, 10 ms per packet, 2 Mbit/s of resends.
+        /// The defaults: 1024 packets, 1 s, 10 ms per packet, 2 Mbit/s of resends.
         public init() {}
     }
 
