@@ -13,6 +13,9 @@ public final class Participant {
     }
 
     public let id: String
+    /// Its place in the room's joining order (unique in the room, never reused): a key that
+    /// is cheap to hash where the room keeps something for every member.
+    let serial: Int
     public let identity: String
     public let name: String?
     /// A viewer (`POST …/viewers`) receives the composite and the whole mix, and has no tile.
@@ -32,15 +35,18 @@ public final class Participant {
     /// When its receive side next has RTCP to send (noted after each poll); nil while it is
     /// not secure.
     var rtcpDue: Instant?
+    /// The earliest time it has in the room's RTCP schedule (at or before `rtcpDue`).
+    var rtcpQueued: Instant?
     /// When it must be secure by (`Room.connectTimeout` after joining); nil once it is.
     var connectDeadline: Instant?
     /// Its video sources that rendered at the last video tick (for `trackRendering` and
     /// `trackStalled`).
     var rendering: Set<String> = []
 
-    init(id: String, identity: String, name: String?, isViewer: Bool, forwardsOnly: Bool, negotiated: NegotiatedSession, seed: UInt64,
+    init(id: String, serial: Int, identity: String, name: String?, isViewer: Bool, forwardsOnly: Bool, negotiated: NegotiatedSession, seed: UInt64,
          wallClock: NTPClockMapping, configuration: RoomConfiguration, now: Instant) {
         self.id = id
+        self.serial = serial
         self.identity = identity
         self.name = name
         self.isViewer = isViewer

@@ -447,9 +447,15 @@ public final class ParticipantInbound {
 
     /// When `pollRTCP` next has something.
     public var nextTimeout: Instant? {
-        guard let capDue = cameraCapDue else { return receiver.nextTimeout }
-        return min(receiver.nextTimeout ?? capDue, capDue)
+        let receiverDue = Self.nextTimeout(of: &receiver)
+        guard let capDue = cameraCapDue else { return receiverDue }
+        return min(receiverDue ?? capDue, capDue)
     }
+
+    /// Asked after every packet. Read in place: a getter of another module's struct, called on
+    /// this class's stored copy, is handed a copy of the whole receiver (its every stream and
+    /// their references retained and released) unless the access is exclusive.
+    private static func nextTimeout(of receiver: inout PeerReceiver) -> Instant? { receiver.nextTimeout }
 
     // MARK: The camera's bitrate cap (REMB)
 

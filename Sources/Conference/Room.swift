@@ -33,7 +33,8 @@ public final class Room {
     public private(set) var layout: LayoutRequest = .preset(.grid)
     /// Per-guest mixes, keyed by participant id.
     public let mixer: RoomAudioMixer<Participant>
-    private var speakerDetector = ActiveSpeakerDetector()
+    /// Keyed by `Participant.serial`: every member's level goes in every audio tick.
+    private var speakerDetector = ActiveSpeakerDetector<Int>()
     private var audioTicks = TickSchedule(maximumLateness: Room.audioMaximumLateness)
     private var videoTicks = TickSchedule(maximumLateness: Room.videoMaximumLateness)
     private let main: CompositeEncoding
@@ -120,14 +121,18 @@ public final class Room {
     public var nextTimeout: Instant? {
         var next = audioTicks.next
         if let video = videoTicks.next, video < (next ?? video + .seconds(1)) { next = video }
-        if let rtcp = soonestRTCP, rtcp < (next ?? rtcp + .seconds(1)) { next = rtcp }
+        if let rtcp = rtcpSchedule.peek(), rtcp < (next ?? rtcp + .seconds(1)) { next = rtcp }
         if let connect = soonestConnectDeadline, connect < (next ?? connect + .seconds(1)) { next = connect }
         return next
     }
 
-    /// No later than the earliest participant's RTCP deadline (kept as deadlines are set, so a
-    /// packet costs no walk over the room; recomputed exactly at each timeout).
-    private var soonestRTCP: Instant?
+    /// When participants' RTCP is due, by serial: an entry at or before each one's `rtcpDue`
+    /// (`Participant.rtcpQueued`); entries of those who left, or superseded by an earlier one,
+    /// are skipped when they come up. A timeout takes only those due, not a walk over a room of
+    /// hundreds whose deadlines fall at every tick.
+    private var rtcpSchedule = DeadlineHeap<Int>()
+    /// Reused by each timeout for the participants whose RTCP came due.
+    private var rtcpDueNow: [Participant] = []
     /// No later than the earliest join's connect deadline (kept as joins come, recomputed when
     /// it passes), for the same reason.
     private var soonestConnectDeadline: Instant?
@@ -137,6 +142,17 @@ public final class Room {
     public func participant(id: String) -> Participant? { byID[id] }
     /// The participants by id, for the per-packet lookup.
     private var byID: [String: Participant] = [:]
+    /// The participants by serial, and the serial the next one takes.
+    private var bySerial: [Int: Participant] = [:]
+    private var joins = 0
+    /// The participants a video tick visits, in joining order: those receiving a camera or a
+    /// screen or sent the composite, or with video work left (kept at joins, leaves and
+    /// renegotiations, the only changes that add video). An audio room of hundreds has none:
+    /// walking every member 30 times a second cost a cache miss or two a member.
+    private var videoMembers: [Participant] = []
+    private func refreshVideoMembers() {
+        videoMembers = participants.filter { $0.inbound.needsVideoTick || $0.outbound.receivesVideo || !$0.rendering.isEmpty }
+    }
     public func participant(identity: String) -> Participant? { participants.first { $0.identity == identity } }
 
     // MARK: Joins and leaves
@@ -146,12 +162,15 @@ public final class Room {
     @discardableResult
     public func join(id: String, identity: String, name: String?, negotiated: NegotiatedSession, isViewer: Bool = false,
                      forwardsOnly: Bool = false, seed: UInt64, now: Instant) -> Participant {
-        let participant = Participant(id: id, identity: identity, name: name, isViewer: isViewer, forwardsOnly: forwardsOnly,
+        joins += 1
+        let participant = Participant(id: id, serial: joins, identity: identity, name: name, isViewer: isViewer, forwardsOnly: forwardsOnly,
                                       negotiated: negotiated, seed: seed, wallClock: wallClock, configuration: configuration, now: now)
         participant.connectDeadline = now + Self.connectTimeout
         soonestConnectDeadline = min(soonestConnectDeadline ?? now + Self.connectTimeout, now + Self.connectTimeout)
         participants.append(participant)
         byID[id] = participant
+        bySerial[participant.serial] = participant
+        refreshVideoMembers()
         for (component, error) in participant.inbound.startFailures { startFailures.append((component, error)) }
         mixer.add(participant, receiver: participant.inbound.audioReceiver, listens: participant.outbound.receivesAudio)
         refreshHearing()
@@ -199,6 +218,7 @@ public final class Room {
             participant.refreshCameraMute()
             applyLayout(publish: false)
         }
+        refreshVideoMembers()
         serviceRTCP(participant, now: now)
     }
 
@@ -224,6 +244,8 @@ public final class Room {
         guard let index = participants.firstIndex(where: { $0.id == id }) else { return }
         let participant = participants.remove(at: index)
         byID[id] = nil
+        bySerial[participant.serial] = nil
+        refreshVideoMembers()
         participant.state = .left
         participant.inbound.end()
         emitDecoding(participant)
@@ -235,7 +257,7 @@ public final class Room {
         }
         mixer.remove(participant)
         refreshHearing()
-        speakerDetector.remove(participant: participant.identity)
+        speakerDetector.remove(participant: participant.serial)
         reindexForwarding()
         for source in VideoSource.allCases { endForwarding(of: TrackReference(participant: id, source: source), now: now) }
         if case .preset = layout { applyLayout(publish: true) }
@@ -246,7 +268,8 @@ public final class Room {
     public func close() {
         audioTicks.stop()
         videoTicks.stop()
-        soonestRTCP = nil
+        rtcpSchedule.removeAll()
+        for participant in participants { participant.rtcpQueued = nil }
         soonestConnectDeadline = nil
         emit(.stopEncoder(.main))
         mainRunning = false
@@ -377,7 +400,7 @@ public final class Room {
     public var currentDescription: TemplateDescription {
         let canvas = TemplateDescription.Canvas(width: templateCanvas.width, height: templateCanvas.height,
                                                 fps: compositor.fps, background: TemplateDescription.Canvas.defaultBackground)
-        return layout.template(participants: identities, activeSpeaker: speakerDetector.current, screenSharer: screenSharer, canvas: canvas)
+        return layout.template(participants: identities, activeSpeaker: activeSpeaker, screenSharer: screenSharer, canvas: canvas)
     }
 
     /// Takes the encoder step's mix complexity (at most the configured one), and draws the
@@ -392,7 +415,7 @@ public final class Room {
     }
 
     /// The active speaker's identity; nil until someone has spoken.
-    public var activeSpeaker: String? { speakerDetector.current }
+    public var activeSpeaker: String? { speakerDetector.current.flatMap { bySerial[$0]?.identity } }
     /// Whose screen share the presets put in the main tile; nil while nobody shares.
     public private(set) var screenSharer: String?
 
@@ -440,7 +463,7 @@ public final class Room {
         // The host has no estimate of its own of a camera's path (the sender estimates it from
         // transport-cc feedback), so none bounds the caps.
         let caps = cameraBitrateRule.caps(cameras: senders.map { ($0.id, $0.identity) }, layout: drawn,
-                                          speaker: speakerDetector.current, forwarded: forwarded)
+                                          speaker: activeSpeaker, forwarded: forwarded)
         let tiles = CameraBitrateRule.largestCameraTiles(in: drawn)
         var shown: Set<String> = []
         for participant in senders {
@@ -605,7 +628,9 @@ public final class Room {
     /// Notes when the participant's RTCP is next due, for `nextTimeout`.
     private func scheduleRTCP(_ participant: Participant, due: Instant?) {
         participant.rtcpDue = due
-        if let due, due < (soonestRTCP ?? due + .seconds(1)) { soonestRTCP = due }
+        guard let due, participant.rtcpQueued.map({ due < $0 }) ?? true else { return }
+        rtcpSchedule.push(due, id: participant.serial)
+        participant.rtcpQueued = due
     }
 
     // MARK: Time
@@ -622,13 +647,20 @@ public final class Room {
         }
         if let deadline = audioTicks.due(now: now, interval: Self.audioInterval) { audioTick(deadline: deadline) }
         if let deadline = videoTicks.due(now: now, interval: compositor.tickInterval) { videoTick(deadline: deadline, now: now) }
-        if let soonest = soonestRTCP, soonest <= now {
-            soonestRTCP = nil
-            for participant in participants {
-                if let due = participant.rtcpDue, due <= now { serviceRTCP(participant, now: now) }
-                if let due = participant.rtcpDue, due < (soonestRTCP ?? due + .seconds(1)) { soonestRTCP = due }
-            }
+        // Those due are taken first, then serviced: one whose RTCP comes due again at once
+        // waits for the next timeout, as every other.
+        rtcpDueNow.removeAll(keepingCapacity: true)
+        while let (at, serial) = rtcpSchedule.peekEntry(), at <= now {
+            rtcpSchedule.pop()
+            guard let participant = bySerial[serial], participant.rtcpQueued == at else { continue }
+            participant.rtcpQueued = nil
+            rtcpDueNow.append(participant)
         }
+        for participant in rtcpDueNow {
+            // Its deadline may have moved later since it was queued: queued again at it.
+            if let due = participant.rtcpDue, due <= now { serviceRTCP(participant, now: now) } else { scheduleRTCP(participant, due: participant.rtcpDue) }
+        }
+        rtcpDueNow.removeAll(keepingCapacity: true)
     }
 
     /// One audio tick: mix for the deadline (not the wake-up time, so the media clock stays
@@ -670,7 +702,7 @@ public final class Room {
     /// brought up to date for every participant with video (no track is asked: a room of
     /// hundreds of audio guests ticks video 30 times a second).
     private func followScreenShare() {
-        let sharer = participants.first { !$0.isViewer && !$0.rendering.isEmpty && $0.rendering.contains("screen") }?.identity
+        let sharer = videoMembers.first { !$0.isViewer && !$0.rendering.isEmpty && $0.rendering.contains("screen") }?.identity
         guard sharer != screenSharer else { return }
         screenSharer = sharer
         if case .preset = layout { applyLayout(publish: true) }
@@ -679,9 +711,9 @@ public final class Room {
     /// Takes one audio tick's levels: a new active speaker is published and moves into the main
     /// tile of a preset that has one.
     private func followSpeaker(now: Instant) {
-        mixer.forEachLevel { participant, level in speakerDetector.update(participant: participant.identity, level: level, now: now) }
-        guard let speaker = speakerDetector.evaluate(now: now) else { return }
-        emit(.event(RoomEvent(.activeSpeakerChanged, room: name, participant: participant(identity: speaker)?.id, identity: speaker)))
+        mixer.forEachLevel { participant, level in speakerDetector.update(participant: participant.serial, level: level, now: now) }
+        guard let serial = speakerDetector.evaluate(now: now), let speaker = bySerial[serial] else { return }
+        emit(.event(RoomEvent(.activeSpeakerChanged, room: name, participant: speaker.id, identity: speaker.identity)))
         if case .preset(let preset) = layout, preset != .grid { applyLayout(publish: true) } else { refreshCameraCaps() }
     }
 
@@ -690,14 +722,14 @@ public final class Room {
     /// from the one they get ask that encoding for a key frame: they switch at it.
     private func videoTick(deadline: Instant, now: Instant) {
         // A guest with no video at all and nothing shown as rendering is skipped.
-        for participant in participants where participant.inbound.needsVideoTick || !participant.rendering.isEmpty {
+        for participant in videoMembers where participant.inbound.needsVideoTick || !participant.rendering.isEmpty {
             participant.inbound.abandonStalledVideo(now: now)
             emitDecoding(participant)
             participant.inbound.releaseCamera(now: deadline, drawInterval: compositor.tickInterval)
             noteRendering(of: participant, now: deadline)
         }
         followScreenShare()
-        let receivers = participants.filter(\.receivesVideoNow)
+        let receivers = videoMembers.filter(\.receivesVideoNow)
         encoderSpeed.ticked(lateness: now - deadline)
         if encoderSpeed.evaluate(now: now, frameInterval: compositor.tickInterval) { followEncoderStep() }
         // With nobody receiving, a recording keeps the main encoding running (it muxes its
@@ -712,7 +744,7 @@ public final class Room {
         // A recording takes the main encoding's frames: it runs while one does, watched or not.
         guard !receivers.isEmpty || mixTrack != nil, let picture = compositor.outputTrack?.latestFrame(now: deadline) else { return }
         // A paused receiver resumes at a key frame of the encoding it will want then.
-        for participant in participants where participant.state == .secure && participant.outbound.receivesVideo
+        for participant in videoMembers where participant.state == .secure && participant.outbound.receivesVideo
             && participant.outbound.wantedVideoEncoding == nil {
             participant.outbound.awaitingKeyFrame = true
             participant.outbound.videoSwitchRequested = false

@@ -124,9 +124,13 @@ public struct AudioJitterBuffer: Sendable {
     /// The longest loss concealed in one piece, and the longest gap taken for a loss rather
     /// than a jump in the sender's clock: Opus's longest packet, 120 ms.
     private var longestLoss: Int { configuration.clockRate * 120 / 1000 }
-    private var samplesPerTick: Int { Int(Int64(configuration.frameDuration.seconds * Double(configuration.clockRate))) }
+    /// A tick, and `maximumDepth`, at the clock rate (fixed by the configuration; asked at every packet).
+    private let samplesPerTick: Int
+    private let maximumDepthSamples: Int
 
     private var slots: [Int64: Entry] = [:]
+    /// The audio `slots` holds, at the clock rate (kept as they change: asked at every packet and tick).
+    private var heldSamples = 0
     /// The highest extended sequence number received: the reference for unwrapping.
     private var highestReceived: Int64?
     /// The extended sequence number of the next packet to play; nil when not playing.
@@ -146,14 +150,21 @@ public struct AudioJitterBuffer: Sendable {
     public init(configuration: Configuration = Configuration()) {
         precondition(configuration.frameDuration > .zero && configuration.clockRate > 0, "a frame lasts some time")
         self.configuration = configuration
-        statistics.targetDepth = targetDepth
+        samplesPerTick = Int(Int64(configuration.frameDuration.seconds * Double(configuration.clockRate)))
+        maximumDepthSamples = Int(configuration.maximumDepth.seconds * Double(configuration.clockRate))
+        targetDepth = configuration.frameDuration
+        refreshTarget()
     }
 
-    /// The delay the buffer aims for now: clamp(2 J + the longer of a tick and a packet, minimum...maximum).
-    public var targetDepth: Duration {
+    /// The delay the buffer aims for now: clamp(2 J + the longer of a tick and a packet,
+    /// minimum...maximum). Kept as the jitter and the packets' length change.
+    public private(set) var targetDepth: Duration
+
+    private mutating func refreshTarget() {
         let unit = max(configuration.frameDuration, duration(of: packetSamples))
         let wanted = Duration.nanoseconds(Int64(2 * jitterSeconds * 1e9)) + unit
-        return min(max(wanted, configuration.minimumDelay), configuration.maximumDelay)
+        targetDepth = min(max(wanted, configuration.minimumDelay), configuration.maximumDelay)
+        statistics.targetDepth = targetDepth
     }
 
     /// The RFC 6464 level of the last packet `pop` gave, nil when its sender gave none (or
@@ -177,8 +188,13 @@ public struct AudioJitterBuffer: Sendable {
         }
         // A malformed packet still takes a tick's time (its decoding fails and is concealed).
         let samples = OpusDecoder.sampleCount(of: payload).map { $0 * configuration.clockRate / AudioFrame.sampleRate } ?? samplesPerTick
-        packetSamples = max(samples, packetSamples * 15 / 16)
+        let longest = max(samples, packetSamples * 15 / 16)
+        if longest != packetSamples {
+            packetSamples = longest
+            refreshTarget()
+        }
         slots[extended] = Entry(payload: payload, timestamp: timestamp, samples: samples, hasFEC: OpusDecoder.hasFEC(payload), isSilent: isSilent, level: level)
+        heldSamples += samples
         if nextToPlay == nil && bufferingSince == nil { bufferingSince = arrival }
         enforceMaximumDepth()
     }
@@ -193,6 +209,7 @@ public struct AudioJitterBuffer: Sendable {
             return .silence
         }
         if let entry = slots.removeValue(forKey: next) {
+            heldSamples -= entry.samples
             nextToPlay = next + 1
             cursor = entry.timestamp &+ UInt32(entry.samples)
             underrunSamples = 0
@@ -261,7 +278,7 @@ public struct AudioJitterBuffer: Sendable {
         // A difference beyond 10 s (a clock jump) counts as 10 s, so that J stays finite.
         jitterSeconds += (min(abs(received - sent), 10) - jitterSeconds) / 16
         statistics.jitter = .nanoseconds(Int64(jitterSeconds * 1e9))
-        statistics.targetDepth = targetDepth
+        refreshTarget()
     }
 
     /// The extended sequence number: the one nearest the highest received, so that 65535 → 0
@@ -279,17 +296,12 @@ public struct AudioJitterBuffer: Sendable {
         return extended
     }
 
-    /// The audio held, at the clock rate.
-    private var heldSamples: Int { slots.values.reduce(0) { $0 + $1.samples } }
-
     /// Drops the oldest packets while more than `maximumDepth` is held (the sum of their
     /// durations: a DTX gap in RTP time holds nothing).
     private mutating func enforceMaximumDepth() {
-        let limit = Int(configuration.maximumDepth.seconds * Double(configuration.clockRate))
-        var held = heldSamples
-        guard held > limit else { return }
-        for key in slots.keys.sorted() where held > limit && slots.count > 1 {
-            held -= slots.removeValue(forKey: key)?.samples ?? 0
+        guard heldSamples > maximumDepthSamples else { return }
+        for key in slots.keys.sorted() where heldSamples > maximumDepthSamples && slots.count > 1 {
+            heldSamples -= slots.removeValue(forKey: key)?.samples ?? 0
             statistics.dropped += 1
         }
         // A cursor left before the oldest packet kept goes on from it at the next pop (a gap
@@ -299,7 +311,6 @@ public struct AudioJitterBuffer: Sendable {
     /// The audio held, from the cursor on (late packets are never held).
     private mutating func refreshDepth() {
         statistics.currentDepth = duration(of: heldSamples)
-        statistics.targetDepth = targetDepth
     }
 
     private func duration(of samples: Int) -> Duration {

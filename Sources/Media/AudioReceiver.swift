@@ -76,6 +76,7 @@ public final class AudioReceiver {
         decoder = try OpusDecoder(channels: channels)
         self.channels = channels
         buffer = AudioJitterBuffer(configuration: configuration)
+        samplesPerTick = Int(Int64(configuration.frameDuration.seconds * Double(AudioFrame.sampleRate)))
     }
 
     /// Takes one received Opus RTP payload, with its RFC 6464 audio level when the sender put one.
@@ -102,7 +103,8 @@ public final class AudioReceiver {
         // Lip sync stretches the audio already here (the tick about to play and the delay). Taking
         // out spare delay looks ahead by up to a cut and a cross-fade: only into audio that is
         // here, never into audio an underrun would have to conceal.
-        let lipSync = samples(of: min(max(lipSyncDelay, .zero), Self.maximumLipSyncDelay)) - lipSyncSamples
+        // (No camera, no lip sync: most of a large room, where the Duration arithmetic shows.)
+        let lipSync = (lipSyncDelay == .zero ? 0 : samples(of: min(max(lipSyncDelay, .zero), Self.maximumLipSyncDelay))) - lipSyncSamples
         let lookahead = tick + lipSyncSamples + TimeStretch.longestCut + TimeStretch.window
         let spareCut = spare.budget >= TimeStretch.shortestCut
             && buffer.statistics.currentDepth + duration(ofSamples: pending.count / channels) >= duration(ofSamples: lookahead)
@@ -214,12 +216,15 @@ public final class AudioReceiver {
 
     /// `count` zero samples, one array kept and handed out again: most receivers of a large room
     /// play silence every tick (hundreds of allocations a tick otherwise); whoever changes it
-    /// copies it first.
+    /// copies it first. A mono tick of 20 ms, the usual, is one array for every receiver: a
+    /// receiver's own was a cache miss a tick for each of hundreds.
     private func silentSamples(_ count: Int) -> [Int16] {
+        if count == Self.monoTickOfSilence.count { return Self.monoTickOfSilence }
         if silenceBuffer.count != count { silenceBuffer = [Int16](repeating: 0, count: count) }
         return silenceBuffer
     }
     private var silenceBuffer: [Int16] = []
+    private static let monoTickOfSilence = [Int16](repeating: 0, count: AudioFrame.sampleRate / 50)
 
     private func decode(_ packet: [UInt8]) -> [Int16] {
         do { return try decoder.decode(packet).samples } catch {
@@ -241,7 +246,8 @@ public final class AudioReceiver {
         buffer.statistics.currentDepth + duration(ofSamples: pending.count / channels - lipSyncSamples)
     }
     private func samples(of duration: Duration) -> Int { Int(duration.seconds * Double(AudioFrame.sampleRate)) }
-    private var samplesPerTick: Int { Int(Int64(buffer.configuration.frameDuration.seconds * Double(AudioFrame.sampleRate))) }
+    /// A tick's samples per channel (fixed by the buffer's configuration).
+    private let samplesPerTick: Int
     /// The buffer's RTP clock units as 48 kHz samples, and back (one and the same for Opus, RFC 7587 §4.1).
     private func samples(fromClock units: Int) -> Int { units * AudioFrame.sampleRate / buffer.configuration.clockRate }
     private func clockUnits(_ samples: Int) -> Int { samples * buffer.configuration.clockRate / AudioFrame.sampleRate }

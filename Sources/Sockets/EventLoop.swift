@@ -22,7 +22,7 @@ public final class EventLoop: @unchecked Sendable {
     private let wakeup: Int32
     // Touched only on the loop thread.
     private var readHandlers: [Int32: () -> Void] = [:]
-    private var deadlines = DeadlineHeap()
+    private var deadlines = DeadlineHeap<UInt64>()
     private var timers: [UInt64: () -> Void] = [:]
     private var nextTimerID: UInt64 = 0
     // Shared with other threads, under `lock`.
@@ -219,46 +219,6 @@ public final class EventLoop: @unchecked Sendable {
             return injected
         }
         for item in work { item() }
-    }
-}
-
-/// A binary min-heap of (deadline, timer id); ties keep scheduling order.
-struct DeadlineHeap {
-    private var entries: [(deadline: Instant, id: UInt64)] = []
-
-    var isEmpty: Bool { entries.isEmpty }
-    func peek() -> Instant? { entries.first?.deadline }
-    func peekEntry() -> (Instant, UInt64)? { entries.first.map { ($0.deadline, $0.id) } }
-
-    private static func less(_ a: (deadline: Instant, id: UInt64), _ b: (deadline: Instant, id: UInt64)) -> Bool {
-        a.deadline < b.deadline || (a.deadline == b.deadline && a.id < b.id)
-    }
-
-    mutating func push(_ deadline: Instant, id: UInt64) {
-        entries.append((deadline, id))
-        var child = entries.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard Self.less(entries[child], entries[parent]) else { break }
-            entries.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func pop() {
-        guard !entries.isEmpty else { return }
-        entries.swapAt(0, entries.count - 1)
-        entries.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1, right = left + 1
-            var smallest = parent
-            if left < entries.count, Self.less(entries[left], entries[smallest]) { smallest = left }
-            if right < entries.count, Self.less(entries[right], entries[smallest]) { smallest = right }
-            guard smallest != parent else { return }
-            entries.swapAt(parent, smallest)
-            parent = smallest
-        }
     }
 }
 

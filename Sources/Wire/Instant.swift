@@ -34,7 +34,10 @@ public struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible {
 
 extension Duration {
     /// The duration in seconds, as a Double: for rates, reports and APIs that take seconds.
-    public var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    public var seconds: Double {
+        let (seconds, attoseconds) = components  // each read of `components` divides 128 bits
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
 
     /// Whole nanoseconds, clamped to Int64.
     public var nanosecondsClamped: Int64 {

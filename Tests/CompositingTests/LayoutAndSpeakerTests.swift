@@ -51,7 +51,7 @@ import Wire
     let start = Instant.milliseconds(10_000)
 
     /// Feeds levels every 20 ms for `milliseconds`, returning every change.
-    private func run(_ detector: inout ActiveSpeakerDetector, from: Int, milliseconds: Int, levels: [String: Double]) -> [String] {
+    private func run(_ detector: inout ActiveSpeakerDetector<String>, from: Int, milliseconds: Int, levels: [String: Double]) -> [String] {
         var changes: [String] = []
         for ms in stride(from: from, to: from + milliseconds, by: 20) {
             let now = start + .milliseconds(Int64(ms))
@@ -62,7 +62,7 @@ import Wire
     }
 
     @Test func theLoudSpeakerTakesTheTileAndABriefInterruptionDoesNot() {
-        var detector = ActiveSpeakerDetector()
+        var detector = ActiveSpeakerDetector<String>()
         #expect(run(&detector, from: 0, milliseconds: 1000, levels: ["alice": -20, "bob": -90]) == ["alice"])
         // Bob coughs for 200 ms: shorter than the confirmation, no switch.
         #expect(run(&detector, from: 1000, milliseconds: 200, levels: ["alice": -90, "bob": -10]).isEmpty)
@@ -72,7 +72,7 @@ import Wire
     }
 
     @Test func twoTalkingAtSimilarLevelsDoNotFlicker() {
-        var detector = ActiveSpeakerDetector()
+        var detector = ActiveSpeakerDetector<String>()
         var changes = run(&detector, from: 0, milliseconds: 600, levels: ["alice": -20, "bob": -90])
         // Alternating small leads, within the margin, for 5 s.
         for step in 0..<25 {
@@ -84,7 +84,7 @@ import Wire
     }
 
     @Test func aSpeakerWhoLeavesGivesUpTheTile() {
-        var detector = ActiveSpeakerDetector()
+        var detector = ActiveSpeakerDetector<String>()
         _ = run(&detector, from: 0, milliseconds: 600, levels: ["alice": -20])
         detector.remove(participant: "alice")
         #expect(detector.current == nil)

@@ -226,7 +226,7 @@ import WireTesting
         let a = try #require(mixer.levelsLastTick["a"]), b = try #require(mixer.levelsLastTick["b"])
         #expect(a > -20 && a < 0, "a 8000-amplitude tone is about -15 dBFS: \(a)")
         #expect(b < a - 40)
-        var detector = ActiveSpeakerDetector()
+        var detector = ActiveSpeakerDetector<String>()
         detector.update(participant: "a", level: a, now: .milliseconds(0))
         detector.update(participant: "b", level: b, now: .milliseconds(0))
         #expect(detector.evaluate(now: .milliseconds(0)) == "a")
