@@ -52,7 +52,7 @@ final class MemoryPeer {
     static let screenColour = YUVColor(y: 235, u: 128, v: 128)
     static let screenSize = VideoSize(width: 320, height: 192)
     let hostAudioSSRC: SSRC?
-    private var hostVideoSSRC: SSRC?
+    private(set) var hostVideoSSRC: SSRC?
     private var hostRTX: RTXConfiguration?
     /// Composite packets that came again on the host's RTX stream.
     private(set) var retransmissionsReceived = 0
@@ -256,8 +256,14 @@ final class MemoryPeer {
     /// (as browsers send it), which turns it upright.
     var orientation: VideoOrientation.Rotation?
 
+    /// Whether it sends audio packets at all, and its RTCP (with neither nor video, the room
+    /// sends its RTCP only at its timeouts: a packet or a report that finds RTCP due sends it too).
+    var sendsAudio = true
+    var sendsRTCP = true
+
     /// 20 ms of its tone, as one Opus RTP packet.
     func sendAudio(now: Instant) throws {
+        guard sendsAudio else { return }
         let frame = sends ? toneFrame(tone, frame: audioFrames)
             : AudioFrame(channels: 1, samples: [Int16](repeating: 0, count: AudioFrame.samplesPer20ms))
         audioFrames += 1
@@ -358,7 +364,8 @@ final class MemoryPeer {
             keyFrameNeeded = false
             feedback.requestKeyFrame(ssrc: hostVideoSSRC, now: now)
         }
-        for compound in feedback.pollRTCP(now: now) { up.send(.rtcp(compound), now: now) }
+        let reports = feedback.pollRTCP(now: now)
+        if sendsRTCP { for compound in reports { up.send(.rtcp(compound), now: now) } }
     }
 
     /// Plays 20 ms of its mix.

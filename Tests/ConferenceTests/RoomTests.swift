@@ -636,6 +636,35 @@ import WireTesting
         #expect(a.up.counters.lost > 0 && a.down.counters.lost > 0)
     }
 
+    /// Every member's RTCP goes at its own time, however many are due around the same instant:
+    /// the room takes them from its schedule (a heap by deadline), and one who joined late or
+    /// whose reports were just sent is not skipped. The guests send nothing (a packet or a report
+    /// that finds RTCP due sends it too), so only the room's timeouts send; each of eight hears a fresh
+    /// sender report for its composite in every 2 s (the video interval is 1 s, randomized over
+    /// 0.5-1.5 s, RFC 3550 §6.2).
+    @Test func everyMembersRTCPComesAtItsTimeFromTheSchedule() throws {
+        let harness = RoomHarness()
+        func silentGuest(_ number: Int) throws -> MemoryPeer {
+            let peer = try harness.join("g\(number)", tone: 300 + 50 * Double(number), colour: Self.red)
+            peer.sendsAudio = false
+            peer.sendsVideo = false
+            peer.sendsRTCP = false
+            return peer
+        }
+        var peers = try (0..<6).map(silentGuest)
+        try harness.run(for: .milliseconds(700))
+        peers += try (6..<8).map(silentGuest)
+        var lastReport: [String: UInt64] = [:]
+        for window in 0..<4 {
+            try harness.run(for: .seconds(2))
+            for peer in peers {
+                let report = peer.hostVideoSSRC.flatMap { peer.senderReports[$0] }?.ntpTimestamp
+                #expect(report != nil && report != lastReport[peer.identity], "window \(window): no new sender report for \(peer.identity)'s composite")
+                lastReport[peer.identity] = report
+            }
+        }
+    }
+
     /// The host sends sender reports for the mix and the composite, and their NTP↔RTP mappings
     /// place each packet at the wall-clock instant it stands for: the earliest arrive the link's
     /// 10 ms after it, within the harness's 5 ms step (it encodes at once). So a receiver that
