@@ -145,8 +145,9 @@ public final class PeerTransport {
         case .lite(let agent): agent.consentDeadline(since: start)
         case .controlling(let agent): min(agent.nextTimeout, (agent.lastResponse ?? start) + agent.consentTimeout)
         }
-        // Asked after every datagram: no arrays built.
-        guard let dtlsDeadline = dtls.nextTimeout(now: now) else { return iceDeadline }
+        // Asked after every datagram: no arrays built, and DTLS not asked once its handshake is
+        // done (the SRTP sessions exist): it has no timer after it.
+        guard outbound == nil, let dtlsDeadline = dtls.nextTimeout(now: now) else { return iceDeadline }
         return min(iceDeadline, dtlsDeadline)
     }
 

@@ -16,6 +16,20 @@ import Wire
         #expect(Instant(nanoseconds: .max) - Instant(nanoseconds: 0) == .nanoseconds(Int64.max))
     }
 
+    /// Durations under 9.2 s take a 64-bit path, longer ones the 128-bit one: both truncate
+    /// toward zero to whole nanoseconds and agree at the seam.
+    @Test func secondsAndNanosecondsAgreeOnBothSidesOfSixtyFourBits() {
+        for d: Duration in [.zero, .nanoseconds(1), .nanoseconds(-1), .milliseconds(20), .milliseconds(-1500), .seconds(9),
+                            .seconds(10), .seconds(-10), .seconds(86_400) + .nanoseconds(7), .seconds(-86_400) - .nanoseconds(7)] {
+            let (whole, atto) = d.components
+            #expect(d.nanosecondsClamped == whole * 1_000_000_000 + atto / 1_000_000_000, "\(d)")
+            #expect(abs(d.seconds - (Double(whole) + Double(atto) / 1e18)) < 1e-9, "\(d)")
+        }
+        #expect(Duration(attoseconds: 1_999_999_999).nanosecondsClamped == 1)
+        #expect(Duration(attoseconds: -1_999_999_999).nanosecondsClamped == -1)
+        #expect(Duration.seconds(Int64.max).nanosecondsClamped == .max)
+    }
+
     @Test func manualClockMovesOnlyWhenTold() {
         let clock = ManualClock(start: .milliseconds(5))
         #expect(clock.now() == .milliseconds(5))
