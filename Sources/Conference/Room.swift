@@ -648,8 +648,7 @@ public final class Room {
         if let deadline = audioTicks.due(now: now, interval: Self.audioInterval) { audioTick(deadline: deadline) }
         if let deadline = videoTicks.due(now: now, interval: compositor.tickInterval) { videoTick(deadline: deadline, now: now) }
         // Those due are taken first, then serviced: one whose RTCP comes due again at once
-        // waits for the next timeout, as every other.
-        rtcpDueNow.removeAll(keepingCapacity: true)
+        // waits for the next timeout, as every other. (`rtcpDueNow` is empty between timeouts.)
         while let (at, serial) = rtcpSchedule.peekEntry(), at <= now {
             rtcpSchedule.pop()
             guard let participant = bySerial[serial], participant.rtcpQueued == at else { continue }

@@ -141,9 +141,8 @@ struct LoadChecks {
         let problems = zip(identities, results).compactMap { identity, result -> String? in
             let loss = LoadRun.loss(result), beyond = LoadRun.lossBeyondImpairment(result)
             guard beyond > bound else { return nil }
-            return options.impairment == nil ? "\(identity) lost \(String(format: "%.2f", loss * 100))% of what the host sent"
-                : "\(identity) lost \(String(format: "%.2f", loss * 100))% of what the host sent, "
-                    + "\(String(format: "%.2f", beyond * 100))% more than its impaired network dropped"
+            let lost = "\(identity) lost \(String(format: "%.2f", loss * 100))% of what the host sent"
+            return options.impairment == nil ? lost : lost + ", \(String(format: "%.2f", beyond * 100))% more than its impaired network dropped"
         }
         let limit = "loss at most \(String(format: "%.1f", bound * 100))%"
         return named(options.impairment == nil ? limit : limit + " beyond the impairment's", problems, passed: "")

@@ -8,7 +8,6 @@ public struct DeadlineHeap<ID: Comparable> {
     @inlinable public init() {}
 
     @inlinable public var isEmpty: Bool { entries.isEmpty }
-    @inlinable public var count: Int { entries.count }
     @inlinable public func peek() -> Instant? { entries.first?.deadline }
     @inlinable public func peekEntry() -> (Instant, ID)? { entries.first.map { ($0.deadline, $0.id) } }
 
