@@ -9,7 +9,8 @@ through the DevTools protocol) and checks what a person would see and hear:
               and his events start with who is there; the invite link is the room's
   speaking    the people list marks a speaker and shows levels
   micMute     ann mutes her microphone: her tone leaves alice's and ben's mixes (the host says
-              she is muted); unmuted, alice hears her again
+              she is muted), and her browser sends under 10 audio packets a second (Opus DTX,
+              which the host's answer asks for); unmuted, alice hears her again
   dontHear    ben presses "Don't hear" on alice: 440 Hz leaves ben's mix, not ann's
   pin         ben pins alice: her own camera plays beside the composite (320x240, red: as she
               sends it, not the composite); unpinned, it goes
@@ -104,6 +105,10 @@ class Page:
 
     async def check(self):
         return await self.ev("tessera.meetingCheck()")
+
+    async def packets_sent(self):
+        """The microphone's RTP packets sent so far (the browser's outbound-rtp statistics)."""
+        return (await self.ev("tessera.selfCheck()", 15))["microphone"]["packetsSent"]
 
     async def mix(self, tones):
         return (await self.ev("tessera.selfCheck({tones: %s})" % json.dumps(tones), 15))["mix"]
@@ -221,10 +226,18 @@ async def scenario(args, ann, ben, alice, out, c):
     ok, secs, data = await until(ann_silent, 6)
     state = await room_state()
     res.update(sSilent=secs if ok else None, **data, hostMuted=(person(state, "ann") or {}).get("muted"))
+    # Muted, her browser sends silence; the host's answer asked for Opus DTX (usedtx=1), so past
+    # its 200 ms hangover it sends a packet every 400 ms or so, not 50 a second.
+    before, t_before = await ann.packets_sent(), now()
+    await asyncio.sleep(2.0)
+    rate = (await ann.packets_sent() - before) / (now() - t_before)
+    res["packetsPerSecondMuted"] = round(rate, 1)
     if not ok:
         c["micMute"] = "ann's tone still in the mixes 6 s after she muted: %s" % data
     elif not (person(state, "ann") or {}).get("muted", {}).get("audio"):
         c["micMute"] = "the host does not say ann is muted: %s" % person(state, "ann")
+    elif rate > 10:
+        c["micMute"] = "ann's browser sends %.1f audio packets a second while muted: no DTX (the answer's usedtx=1)" % rate
     else:
         await ann.click("#micButton")
         t1 = now()

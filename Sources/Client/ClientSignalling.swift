@@ -193,6 +193,9 @@ public struct ClientAnswer: Sendable {
     public let midExtensionID: UInt8?
     /// The negotiated id of the audio level extension, when the host accepted it.
     public let audioLevelExtensionID: UInt8?
+    /// Whether the host's Opus parameters ask for DTX (`usedtx=1`, RFC 7587 §6.1): in silence
+    /// a sender then sends only a packet every 400 ms, as a browser's Opus encoder does.
+    public let opusDTX: Bool
 
     public enum Failure: Error, CustomStringConvertible {
         case badAnswer(String)
@@ -247,6 +250,8 @@ public struct ClientAnswer: Sendable {
         let audio = description.media.first { $0.kind == .audio && $0.port != 0 }
         audioLevelExtensionID = audio?.extensionMaps.first { $0.uri == HeaderExtensionURI.audioLevel.rawValue }
             .map { UInt8(truncatingIfNeeded: $0.id) }
+        let opus = audio?.rtpMaps.first { $0.encodingName.lowercased() == "opus" }
+        opusDTX = opus.flatMap { map in audio?.formatParameters.first { $0.payloadType == map.payloadType } }?.value(of: "usedtx") == "1"
     }
 
     /// A numeric IPv4 or IPv6 candidate address (no name resolution: the host announces numbers).

@@ -257,7 +257,8 @@ public final class RoomAudioMixer<Member: Hashable> {
             guard frame.channels == 1, frame.samples.count == AudioFrame.samplesPer20ms else { continue }
             // The level its sender gives (RFC 6464), the same whether or not the packet was
             // decoded; else the decoded audio's.
-            let level = receiver.levelPlaying.map { -Double($0) } ?? Self.level(ofMeanSquare: Self.meanSquare(frame.samples))
+            let level = receiver.levelPlaying.map { -Double($0) }
+                ?? Self.level(ofMeanSquare: receiver.silentLastTick ? 0 : Self.meanSquare(frame.samples))
             entry.level = level
             if level > speakingLevel {
                 sounding.append(entry)

@@ -204,6 +204,12 @@ final class LoadParticipant {
     private var audioSequence = UInt16.random(in: 0...UInt16.max)
     private var audioTimestamp = UInt32.random(in: 0...UInt32.max)
     private var audioCount = 0
+    /// Silent frames in a row, for DTX (`ClientAnswer.opusDTX`).
+    private var silentFrames = 0
+    /// With DTX, as WebRTC's Opus encoder does it: after 10 silent frames (200 ms) only every
+    /// 20th (400 ms) is sent; the frames left out take no sequence number, only RTP time.
+    static let framesBeforeDTX = 10
+    static let framesPerDTXUpdate = 20
     private var videoTimestamp = UInt32.random(in: 0...UInt32.max)
     /// The picture of the loop sent next, on every layer: the layers are one capture (a key
     /// frame request of any layer restarts them all at the loop's key frame).
@@ -610,11 +616,16 @@ final class LoadParticipant {
             (payload, level) = (silence, ToneLoop.silentLevel)
         }
         audioCount += 1
-        if let bytes = send(RTPPacket(payloadType: PayloadType(111), sequenceNumber: audioSequence, timestamp: audioTimestamp,
-                                      ssrc: SSRC(audioSSRC), payload: payload[...]), mid: "0", level: level) {
-            audioStream?.packetSent(bytes: bytes, timestamp: audioTimestamp, payloadSize: payload.count, now: now, captureTime: capturedAt)
+        silentFrames = level.level >= AudioReceiver.silentLevel ? silentFrames + 1 : 0
+        let leftOut = answer?.opusDTX == true && silentFrames > Self.framesBeforeDTX
+            && (silentFrames - Self.framesBeforeDTX) % Self.framesPerDTXUpdate != 0
+        if !leftOut {
+            if let bytes = send(RTPPacket(payloadType: PayloadType(111), sequenceNumber: audioSequence, timestamp: audioTimestamp,
+                                          ssrc: SSRC(audioSSRC), payload: payload[...]), mid: "0", level: level) {
+                audioStream?.packetSent(bytes: bytes, timestamp: audioTimestamp, payloadSize: payload.count, now: now, captureTime: capturedAt)
+            }
+            audioSequence &+= 1
         }
-        audioSequence &+= 1
         audioTimestamp &+= UInt32(AudioFrame.samplesPer20ms)
         flush()
     }

@@ -42,13 +42,19 @@ public final class AudioReceiver {
     /// Whether the last tick's audio holds a concealment (a loss or an underrun guessed by the
     /// decoder): its level is not the sender's.
     public private(set) var concealedLastTick = false
+    /// Whether the last tick played nothing decoded: digital silence, whose level needs no
+    /// measuring (most receivers of a large room, most ticks).
+    public private(set) var silentLastTick = false
     /// The audio taken out of the playout to bring the delay down to the target (pitch periods
     /// and quiet stretches, see `TimeStretch`), in samples per channel.
     public private(set) var shortenedSamples = 0
     /// A packet at this RFC 6464 level (-dBov) or quieter is silence: -96 dBov is under the
     /// quantization noise of 16-bit audio.
     public static let silentLevel: UInt8 = 96
-    /// Whether the last packet played was a silent packet not decoded.
+    /// Whether the decoder did not hear what played last: a packet skipped undecoded, or no
+    /// stream at all (before the first packet, after a stall, between a DTX sender's updates).
+    /// Then a concealment plays silence (there is no sound to extrapolate), a silent packet is
+    /// not decoded (no sound to end), and the next sound resets the decoder first.
     private var lastWasSkipped = false
     /// Silent packets played in a row (decoded or not).
     private var silentInARow = 0
@@ -138,6 +144,7 @@ public final class AudioReceiver {
         }
         // An underrun plays silence for what is missing.
         if pending.count < tick * channels { pending.append(.silence(tick * channels - pending.count)) }
+        silentLastTick = pending.isSilence
         let samples = pending.removeFirst(tick * channels, zeros: silentSamples)
         // A stall plays out what was pending, the delay with it.
         lipSyncSamples = min(lipSyncSamples, pending.count / channels)
@@ -177,7 +184,10 @@ public final class AudioReceiver {
         }
         switch output {
         case .silence:
-            lastWasSkipped = false
+            // Nothing plays: the decoder is not told. (Decoding the next silent packet as a
+            // sound's end, and concealing the underrun after it, cost a DTX sender's every
+            // 400 ms update a decode and ten concealments: most of a large room's guests.)
+            lastWasSkipped = true
             silentInARow = 0
             return nil
         case .silentPacket(let packet, let units):
@@ -283,6 +293,8 @@ struct PendingAudio {
     private var silence = 0
 
     var count: Int { samples.count + silence }
+    /// Whether the next samples taken are all zeros without measuring: nothing decoded is pending.
+    var isSilence: Bool { samples.isEmpty }
 
     mutating func append(_ piece: Piece) {
         switch piece {

@@ -41,6 +41,13 @@ import WireTesting
         #expect(answer.midExtensionID == 1)
         #expect(answer.audioLevelExtensionID == 2)
         #expect(answer.setup == .passive)
+        // The host asks for Opus DTX (RFC 7587 §6.1); an answer without `usedtx=1` does not.
+        #expect(answer.opusDTX)
+        let text = String(decoding: try Self.hostAnswer(), as: UTF8.self)
+        for fmtp in ["minptime=10;useinbandfec=1", "minptime=10;useinbandfec=1;usedtx=0"] {
+            let body = Array(text.replacingOccurrences(of: "minptime=10;useinbandfec=1;usedtx=1", with: fmtp).utf8)
+            #expect(try !ClientAnswer(contentType: "application/sdp", location: "/x", body: body).opusDTX, "\(fmtp)")
+        }
     }
 
     @Test func anAnswerWithoutWhatTheClientNeedsIsRefusedByName() throws {

@@ -369,6 +369,45 @@ func play(_ arrivals: [Arrival], buffer: inout AudioJitterBuffer, firstSequence:
         #expect(receiver.decodeErrors == 0)
     }
 
+    /// A sender using DTX (RFC 7587 §6.1 usedtx, as a browser does when the host's answer asks
+    /// it): after a talkspurt, 10 silent packets, then only every 20th frame (400 ms) with the
+    /// frames between left out (sequence numbers go on by one, RTP time jumps). Nothing after
+    /// the talkspurt's end is decoded or concealed (each update and each wait between them was a
+    /// decode and ten concealments, in most of a large room's guests), every tick of it is
+    /// silence the mixer need not measure, and the next talkspurt plays its tone.
+    @Test func aDTXSendersSilenceIsNeitherDecodedNorConcealed() throws {
+        let encoder = try OpusEncoder(.init(channels: 1, bitrate: 32_000, complexity: 5))
+        let receiver = try AudioReceiver(channels: 1)
+        var frames: [(frame: AudioFrame, concealed: Bool, silent: Bool)] = []
+        var sequence: UInt16 = 0
+        let sound = Set(0..<20).union(150..<190)
+        var updates = 0
+        for index in 0..<190 {
+            let sent = sound.contains(index) ? AudioFrame(samples: tone(440, frame: index)) : AudioFrame.silence()
+            let payload = try encoder.encode(sent)
+            let silentRun = index - 19
+            if sound.contains(index) || silentRun <= 10 || (silentRun - 10) % 20 == 0 {
+                if !sound.contains(index) && silentRun > 10 { updates += 1 }
+                receiver.receive(payload: payload, sequenceNumber: sequence, timestamp: UInt32(index * 960),
+                                 arrival: .milliseconds(UInt64(20 * index)), level: AudioLevel(of: sent))
+                sequence &+= 1
+            }
+            let frame = receiver.tick(now: .milliseconds(UInt64(20 * index + 10)))
+            frames.append((frame, receiver.concealedLastTick, receiver.silentLastTick))
+        }
+        #expect(updates == 6)
+        #expect(receiver.silentPacketsSkipped == 9 + updates, "the first silent packet holds the tone's end; no other is decoded")
+        let lag = try #require(frames.firstIndex { $0.frame.samples.contains { $0 != 0 } })
+        for index in (lag + 21)..<(lag + 150) {
+            #expect(frames[index].frame.samples.allSatisfy { $0 == 0 }, "tick \(index) is not silence")
+            #expect(!frames[index].concealed, "tick \(index) was concealed by the decoder")
+            #expect(frames[index].silent, "tick \(index) is not known to be silence")
+        }
+        let next = frames[(lag + 155)...].flatMap(\.frame.samples)
+        #expect(next.count >= 960 * 10)
+        #expect(tonePower(next, frequency: 440) > 50 * tonePower(next, frequency: 1000))
+    }
+
     /// The end of a talkspurt (in the first silent packet), and the first frames of the next one
     /// after silent packets not decoded, are what a decoder that decoded everything makes.
     @Test func aTalkspurtAfterSkippedSilenceDecodesAsIfNothingWasSkipped() throws {

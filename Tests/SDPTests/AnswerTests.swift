@@ -99,7 +99,7 @@ func sections(_ text: String) -> [[String]] {
         }
         let audio = parts[1]
         #expect(audio.contains { $0.lowercased() == "a=rtpmap:\(expected.opus) opus/48000/2" })
-        #expect(audio.contains("a=fmtp:\(expected.opus) minptime=10;useinbandfec=1"))
+        #expect(audio.contains("a=fmtp:\(expected.opus) minptime=10;useinbandfec=1;usedtx=1"))
         #expect(audio.contains("a=msid:tessera tessera-mix"))
         #expect(audio.contains("a=ssrc:1111111111 cname:tessera-host"))
         let video = parts[2]

@@ -752,8 +752,9 @@ async function listRooms() {
 }
 
 // --- Self-check: what this page receives, for diagnosis from the browser's console --------
-//   await tessera.selfCheck()                                    the composite, the connection and
+//   await tessera.selfCheck()                                    the composite, the connection,
 //                                                                 the browser's bandwidth estimate
+//                                                                 and the microphone's packets sent
 //   await tessera.selfCheck({ tones: [440, 660], points: [[0.25, 0.25]] })
 //                                                                 + the mix at those frequencies
 //                                                                 + the composite's colour there
@@ -846,11 +847,14 @@ async function selfCheck({ tones = [], points = [] } = {}) {
     composite: { width: video.videoWidth, height: video.videoHeight, framesPresented: check.framesPresented,
                  framesDecoded: 0, keyFramesDecoded: 0, packetsLost: 0 },
     mix: { samplesReceived: 0, concealedSamples: 0 },
+    microphone: { packetsSent: 0 },
   };
   for (const report of (await state.pc?.getStats())?.values() ?? []) {
     // What the browser estimates it can receive (its REMB to the host): the host sends its lower
     // encoding of the composite when that is low.
     if (report.type === "candidate-pair" && report.nominated) result.incomingBitrateEstimate = report.availableIncomingBitrate;
+    // The microphone's packets: in silence (muted) the browser sends few, as the host's usedtx=1 asks.
+    if (report.type === "outbound-rtp" && report.kind === "audio") result.microphone.packetsSent += report.packetsSent ?? 0;
     if (report.type !== "inbound-rtp") continue;
     if (report.kind === "video" && isComposite(report)) {
       Object.assign(result.composite, { framesDecoded: report.framesDecoded ?? 0, keyFramesDecoded: report.keyFramesDecoded ?? 0,
