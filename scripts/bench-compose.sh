@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Compose throughput: N inputs of 640x360 VP8 (30 fps, 10 s, each its own colour and tone) into a
 # 1280x720 grid at 30 fps, by `tessera compose` and by a GStreamer pipeline doing the same work
-# (vp8dec ! compositor ! vp8enc with the encoder settings TrackRecorder uses: real time, cpu-used -6,
-# CBR 2 Mbit/s, 1 thread; and the audio: opusdec ! audiomixer ! opusenc at 64 kbit/s mono, as the
-# recording's), 3 runs each, medians: frames per second of wall time, and CPU time (user + system)
-# per composed frame, which counts GStreamer's extra threads too.
+# (vp8dec ! compositor ! vp8enc with every encoder setting TrackRecorder gives libvpx: real time,
+# cpu-used -6, CBR 2 Mbit/s, quantizers 2-56, under/overshoot 100/15 %, buffer 500/600/1000 ms, key
+# frames at most 7.5x a frame's budget and every 3000 frames, static threshold 1, 1 thread, so both
+# files come out the same size; and the audio: opusdec ! audiomixer ! opusenc at 64 kbit/s mono, no
+# in-band FEC, as the recording's), 3 runs each, medians: frames per second of wall time, and CPU
+# time (user + system) per composed frame, which counts GStreamer's extra threads too.
 #   scripts/bench-compose.sh [N...]     (default: 4 9 16)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -59,7 +61,7 @@ PY
         for i in $(seq 0 $((n - 1))); do
             pipeline+=" sink_$i::xpos=$(( (i % side) * tile_w )) sink_$i::ypos=$(( (i / side) * tile_h )) sink_$i::width=$tile_w sink_$i::height=$tile_h"
         done
-        pipeline+=" ! video/x-raw,width=1280,height=720,framerate=30/1 ! vp8enc deadline=1 cpu-used=-6 end-usage=cbr target-bitrate=2000000 threads=1 error-resilient=default ! queue ! webmmux name=mux ! filesink location=$WORK/gst$n.webm"
+        pipeline+=" ! video/x-raw,width=1280,height=720,framerate=30/1 ! vp8enc deadline=1 cpu-used=-6 end-usage=cbr target-bitrate=2000000 threads=1 error-resilient=default min-quantizer=2 max-quantizer=56 undershoot=100 overshoot=15 buffer-initial-size=500 buffer-optimal-size=600 buffer-size=1000 max-intra-bitrate=750 keyframe-max-dist=3000 static-threshold=1 ! queue ! webmmux name=mux ! filesink location=$WORK/gst$n.webm"
         pipeline+=" audiomixer name=amix ! audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=1 ! opusenc bitrate=64000 ! queue ! mux."
         for i in $(seq 0 $((n - 1))); do
             pipeline+=" filesrc location=${inputs[$i]} ! matroskademux name=demux$i demux$i.video_0 ! queue ! vp8dec ! videoconvert ! mix.sink_$i"

@@ -233,8 +233,12 @@ private final class FileRecording {
         }
         if audioReader != nil {
             do {
+                // A file loses nothing: no in-band FEC. With it, libopus leans to its SILK and hybrid
+                // modes to carry redundancy no player of a file uses, and took twice the CPU here
+                // (`tessera compose` of 4 inputs: 14 % of the run in libopus, 6.7 % without).
                 audioEncoder = try OpusEncoder(OpusEncoder.Configuration(channels: configuration.audioChannels, application: .audio,
-                                                                         bitrate: configuration.audioBitrate))
+                                                                         bitrate: configuration.audioBitrate, inbandFEC: false,
+                                                                         expectedPacketLossPercent: 0))
             } catch { throw .audio(error) }
         } else {
             audioEncoder = nil

@@ -63,8 +63,10 @@ public final class VideoCompositor: Observable {
         }
         set { observation.withMutation(of: self, keyPath: \.currentTemplate) { template = newValue } }
     }
-    private var template: CompositeTemplate?
+    private var template: CompositeTemplate? { didSet { coverage = nil } }
     private let observation = ObservationRegistrar()
+    /// Whether the template's tiles cover a canvas of `size` exactly, each on even pixels.
+    private var coverage: (size: VideoSize, covers: Bool)?
 
     /// Two canvases drawn alternately: the output track holds the latest picture while the next
     /// is drawn into the other, so neither is copied or reallocated in steady state.
@@ -128,7 +130,9 @@ public final class VideoCompositor: Observable {
         }
         // Let go of the array's reference so that the buffer is unique and drawn in place.
         canvases[nextCanvas] = nil
-        canvas.fill(canvas.bounds, with: background)
+        // Every pixel of a canvas the tiles cover is drawn by its tile (a picture, a placeholder,
+        // letterbox bars in the background): filling it first would be drawn over.
+        if !tilesCover(size) { canvas.fill(canvas.bounds, with: background) }
         if let template = currentTemplate {
             for (index, position) in template.positions.enumerated() {
                 drawTile(position, index: index, on: &canvas, now: now)
@@ -138,6 +142,22 @@ public final class VideoCompositor: Observable {
         outputTrack.push(canvas, now: now)
         canvases[nextCanvas] = canvas
         nextCanvas = 1 - nextCanvas
+    }
+
+    /// Whether the template's tiles cover a canvas of `size`: on even pixels (as pictures are
+    /// drawn), inside it, not overlapping, their areas adding up to its own. Kept until the
+    /// template or the size changes.
+    private func tilesCover(_ size: VideoSize) -> Bool {
+        if let coverage, coverage.size == size { return coverage.covers }
+        let bounds = PixelRect(x: 0, y: 0, width: size.width, height: size.height)
+        let tiles = (template?.positions ?? []).map { $0.normalizedRect.pixels(in: size) }
+        var covers = tiles.allSatisfy { !$0.isEmpty && $0.evenAligned(within: bounds) == $0 && $0.clipped(to: bounds) == $0 }
+            && tiles.reduce(0) { $0 + $1.width * $1.height } == size.width * size.height
+        for (index, tile) in tiles.enumerated() where covers {
+            covers = tiles[(index + 1)...].allSatisfy { $0.clipped(to: tile).isEmpty }
+        }
+        coverage = (size, covers)
+        return covers
     }
 
     private func drawTile(_ position: VideoTrackPositionInfo, index: Int, on canvas: inout I420Frame, now: Instant) {

@@ -117,6 +117,23 @@ public struct I420Frame: Sendable, Equatable {
         }
     }
 
+    /// A picture whose every pixel `write` sets, given the planes as `withMutablePlanes` gives
+    /// them: no clearing of memory that is written over at once (a decoded picture is copied in,
+    /// a scaled one drawn whole).
+    init(width: Int, height: Int, timestamp: Instant,
+         writingEveryPixel write: (UnsafeMutablePointer<UInt8>, UnsafeMutablePointer<UInt8>, UnsafeMutablePointer<UInt8>) -> Void) {
+        precondition(width > 0 && height > 0 && width <= 16384 && height <= 16384, "picture size out of range")
+        self.width = width
+        self.height = height
+        self.timestamp = timestamp
+        let luma = width * height, chroma = ((width + 1) / 2) * ((height + 1) / 2)
+        data = [UInt8](unsafeUninitializedCapacity: luma + 2 * chroma) { buffer, count in
+            guard let base = buffer.baseAddress else { return }
+            write(base, base + luma, base + luma + chroma)
+            count = luma + 2 * chroma
+        }
+    }
+
     /// A picture from planes already packed as this type packs them; nil when the size is wrong.
     public init?(width: Int, height: Int, packed: [UInt8], timestamp: Instant = Instant(nanoseconds: 0)) {
         guard width > 0, height > 0, width <= 16384, height <= 16384,
@@ -164,15 +181,13 @@ public struct I420Frame: Sendable, Equatable {
     /// This picture scaled to `width` × `height` (libyuv I420Scale, bilinear).
     public func scaled(width targetWidth: Int, height targetHeight: Int) -> I420Frame {
         if targetWidth == width && targetHeight == height { return self }
-        var output = I420Frame(width: targetWidth, height: targetHeight, timestamp: timestamp)
-        let (outWidth, outHeight, outChroma) = (Int32(output.width), Int32(output.height), Int32(output.chromaWidth))
-        withPlanes { sy, su, sv in
-            output.withMutablePlanes { dy, du, dv in
+        let (outWidth, outHeight, outChroma) = (Int32(targetWidth), Int32(targetHeight), Int32((targetWidth + 1) / 2))
+        return withPlanes { sy, su, sv in
+            I420Frame(width: targetWidth, height: targetHeight, timestamp: timestamp) { dy, du, dv in
                 _ = I420Scale(sy, Int32(width), su, Int32(chromaWidth), sv, Int32(chromaWidth), Int32(width), Int32(height),
                               dy, outWidth, du, outChroma, dv, outChroma, outWidth, outHeight, kFilterBilinear)
             }
         }
-        return output
     }
 
     /// The part of this picture inside `rect` (clipped, aligned to even pixels).
@@ -231,33 +246,30 @@ public struct I420Frame: Sendable, Equatable {
     public func rotated(_ rotation: VideoRotation) -> I420Frame {
         guard rotation != .none else { return self }
         let swaps = rotation == .clockwise90 || rotation == .clockwise270
-        var output = I420Frame(width: swaps ? height : width, height: swaps ? width : height, timestamp: timestamp)
+        let (outputWidth, outputHeight) = swaps ? (height, width) : (width, height)
         let mode: RotationMode = switch rotation {
         case .none: kRotate0
         case .clockwise90: kRotate90
         case .upsideDown: kRotate180
         case .clockwise270: kRotate270
         }
-        let (outWidth, outChroma) = (Int32(output.width), Int32(output.chromaWidth))
-        withPlanes { sy, su, sv in
-            output.withMutablePlanes { dy, du, dv in
+        let (outWidth, outChroma) = (Int32(outputWidth), Int32((outputWidth + 1) / 2))
+        return withPlanes { sy, su, sv in
+            I420Frame(width: outputWidth, height: outputHeight, timestamp: timestamp) { dy, du, dv in
                 _ = I420Rotate(sy, Int32(width), su, Int32(chromaWidth), sv, Int32(chromaWidth),
                                dy, outWidth, du, outChroma, dv, outChroma, Int32(width), Int32(height), mode)
             }
         }
-        return output
     }
 
     /// This picture flipped left to right (libyuv I420Mirror), as a self-view is shown.
     public func mirrored() -> I420Frame {
-        var output = I420Frame(width: width, height: height, timestamp: timestamp)
         withPlanes { sy, su, sv in
-            output.withMutablePlanes { dy, du, dv in
+            I420Frame(width: width, height: height, timestamp: timestamp) { dy, du, dv in
                 _ = I420Mirror(sy, Int32(width), su, Int32(chromaWidth), sv, Int32(chromaWidth),
                                dy, Int32(width), du, Int32(chromaWidth), dv, Int32(chromaWidth), Int32(width), Int32(height))
             }
         }
-        return output
     }
 
     /// Calls `body` with pointers to the Y, U and V planes.

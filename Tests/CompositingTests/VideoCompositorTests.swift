@@ -215,6 +215,36 @@ import Wire
         #expect(first.pixel(x: 320, y: 180).isClose(to: Palette.red, tolerance: 2))
     }
 
+    /// A canvas its tiles cover is not filled with the background first (each tile draws every
+    /// pixel of its own), but canvases are reused: after a template that covers less, or one on
+    /// odd pixels, what the tiles leave is background, never an older picture's pixels.
+    @Test func whatTheTilesDoNotCoverIsBackgroundEvenOnAReusedCanvas() throws {
+        let tracks = [track("a", Palette.red), track("b", Palette.green), track("c", Palette.blue), track("d", Palette.yellow)]
+        let compositor = runningCompositor()
+        let quarters = [(0.0, 0.0), (0.5, 0.0), (0.0, 0.5), (0.5, 0.5)]
+        compositor.setTemplate(CompositeTemplate(positions: zip(tracks, quarters).map { track, corner in
+            VideoTrackPositionInfo(track: track, normalizedRect: NormalizedRect(x: corner.0, y: corner.1, width: 0.5, height: 0.5))
+        }))
+        for _ in 0..<3 {
+            _ = try picture(compositor)
+            clock.advance(by: .milliseconds(33))
+        }
+        // The left half only; then three columns, whose edges fall on odd pixels of 640.
+        let layouts: [[NormalizedRect]] = [
+            [NormalizedRect(x: 0, y: 0, width: 0.5, height: 1)],
+            (0..<3).map { NormalizedRect(x: Double($0) * 0.3, y: 0, width: 0.3, height: 1) },
+        ]
+        for rects in layouts {
+            compositor.setTemplate(CompositeTemplate(positions: zip(tracks, rects).map { VideoTrackPositionInfo(track: $0, normalizedRect: $1) }))
+            for _ in 0..<2 {
+                let canvas = try picture(compositor)
+                clock.advance(by: .milliseconds(33))
+                #expect(canvas.pixel(x: 630, y: 300).isClose(to: Palette.background, tolerance: 2), "\(rects.count) tiles")
+                #expect(canvas.pixel(x: 100, y: 100).isClose(to: Palette.red, tolerance: 2))
+            }
+        }
+    }
+
     @Test func outputTrackIsNilUntilStartAndNewOnEachStart() throws {
         let compositor = VideoCompositor(canvasSize: canvasSize)
         #expect(compositor.outputTrack == nil)
