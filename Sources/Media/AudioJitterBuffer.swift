@@ -20,7 +20,8 @@ import Wire
 ///   and the delay grows: that is how the delay rises with jitter. If the packet waited for
 ///   turns out lost (its successor comes first), the audio the underrun concealed counts toward
 ///   the loss. After `stallTimeout` of this it stops (``Output/silence``) and buffers afresh when
-///   packets come again (DTX, a muted guest).
+///   packets come again (a muted guest); after a packet its sender marked silent it stops at
+///   once (a DTX pause, RFC 7587 §6.1: nothing comes until the next update or sound).
 /// - The target delay follows the RFC 3550 interarrival jitter J: clamp(2 J + the longer of a
 ///   tick and a packet, `minimumDelay`...`maximumDelay`). The buffer never drops audio to come
 ///   back down to it: `AudioReceiver` shortens the decoded audio by pitch periods instead, a
@@ -94,6 +95,9 @@ public struct AudioJitterBuffer: Sendable {
         public var dropped = 0
         /// Times playback stopped after a stall.
         public var stalls = 0
+        /// Times playback stopped at an underrun after a silent packet: a DTX sender's pause
+        /// (or a packet late in silence), which nothing needs concealed.
+        public var pauses = 0
         /// The audio buffered now: the packets held, from the cursor on.
         public var currentDepth: Duration = .zero
         /// The delay the buffer aims for.
@@ -145,6 +149,8 @@ public struct AudioJitterBuffer: Sendable {
     /// After a stall, the first packet not played: stragglers from before it are late.
     private var resumeFloor: Int64?
     private var underrunSamples = 0
+    /// Whether the last packet played was one its sender marked silent.
+    private var lastPlayedSilent = false
 
     /// An empty buffer. The frame duration, clock rate and durations must be positive.
     public init(configuration: Configuration = Configuration()) {
@@ -215,18 +221,22 @@ public struct AudioJitterBuffer: Sendable {
             underrunSamples = 0
             statistics.played += 1
             lastPoppedLevel = entry.level
+            lastPlayedSilent = entry.isSilent
             return entry.isSilent ? .silentPacket(entry.payload, samples: entry.samples) : .packet(entry.payload)
         }
         guard let successor = slots.keys.min(), let entry = slots[successor] else {
             // Underrun: the cursor stays, so that a late packet still plays.
             let wanted = max(1, wanting ?? samplesPerTick)
             underrunSamples += wanted
-            if duration(of: underrunSamples) >= configuration.stallTimeout {
+            // After silence it is a pause (DTX sends nothing until the next update or sound):
+            // playback stops at once, so that nothing claims to be playing (lip sync would hold
+            // the camera's pictures for a playout that does not move), and buffers afresh.
+            if lastPlayedSilent || duration(of: underrunSamples) >= configuration.stallTimeout {
                 resumeFloor = next
                 nextToPlay = nil
                 bufferingSince = nil
                 underrunSamples = 0
-                statistics.stalls += 1
+                if lastPlayedSilent { statistics.pauses += 1 } else { statistics.stalls += 1 }
                 statistics.silent += 1
                 return .silence
             }

@@ -55,7 +55,7 @@ public final class AudioReceiver {
     /// stream at all (before the first packet, after a stall, between a DTX sender's updates).
     /// Then a concealment plays silence (there is no sound to extrapolate), a silent packet is
     /// not decoded (no sound to end), and the next sound resets the decoder first.
-    private var lastWasSkipped = false
+    private var decoderIsBehind = false
     /// Silent packets played in a row (decoded or not).
     private var silentInARow = 0
     /// The channel count of the output.
@@ -187,17 +187,17 @@ public final class AudioReceiver {
             // Nothing plays: the decoder is not told. (Decoding the next silent packet as a
             // sound's end, and concealing the underrun after it, cost a DTX sender's every
             // 400 ms update a decode and ten concealments: most of a large room's guests.)
-            lastWasSkipped = true
+            decoderIsBehind = true
             silentInARow = 0
             return nil
         case .silentPacket(let packet, let units):
             silentInARow += 1
             // The end of a sound that was decoded; after one that was not, nothing to end.
-            if silentInARow == 1 && !lastWasSkipped { return .samples(decode(packet)) }
+            if silentInARow == 1 && !decoderIsBehind { return .samples(decode(packet)) }
             silentPacketsSkipped += 1
-            lastWasSkipped = true
+            decoderIsBehind = true
             return silence(units)
-        case .conceal(let units) where lastWasSkipped:
+        case .conceal(let units) where decoderIsBehind:
             return silence(units)
         case .conceal(let units):
             concealedLastTick = true
@@ -207,7 +207,7 @@ public final class AudioReceiver {
             if let level = buffer.lastPoppedLevel, Int(level) > decodeLevelLimit,
                let units = OpusDecoder.sampleCount(of: packet).map({ clockUnits($0) }) {
                 unheardPacketsSkipped += 1
-                lastWasSkipped = true
+                decoderIsBehind = true
                 return silence(units)
             }
             resetAfterSilence()
@@ -246,9 +246,9 @@ public final class AudioReceiver {
     /// Before a packet with sound: after skipped silence, the decoder starts afresh.
     private func resetAfterSilence() {
         silentInARow = 0
-        guard lastWasSkipped else { return }
+        guard decoderIsBehind else { return }
         decoder.reset()
-        lastWasSkipped = false
+        decoderIsBehind = false
     }
 
     /// The audio held for jitter: in the buffer, and decoded but not played, less the lip-sync delay.

@@ -374,11 +374,12 @@ func play(_ arrivals: [Arrival], buffer: inout AudioJitterBuffer, firstSequence:
     /// frames between left out (sequence numbers go on by one, RTP time jumps). Nothing after
     /// the talkspurt's end is decoded or concealed (each update and each wait between them was a
     /// decode and ten concealments, in most of a large room's guests), every tick of it is
-    /// silence the mixer need not measure, and the next talkspurt plays its tone.
+    /// silence the mixer need not measure, playback pauses between updates, and the next
+    /// talkspurt plays its tone.
     @Test func aDTXSendersSilenceIsNeitherDecodedNorConcealed() throws {
         let encoder = try OpusEncoder(.init(channels: 1, bitrate: 32_000, complexity: 5))
         let receiver = try AudioReceiver(channels: 1)
-        var frames: [(frame: AudioFrame, concealed: Bool, silent: Bool)] = []
+        var frames: [(frame: AudioFrame, concealed: Bool, silent: Bool, playing: Bool)] = []
         var sequence: UInt16 = 0
         let sound = Set(0..<20).union(150..<190)
         var updates = 0
@@ -393,7 +394,7 @@ func play(_ arrivals: [Arrival], buffer: inout AudioJitterBuffer, firstSequence:
                 sequence &+= 1
             }
             let frame = receiver.tick(now: .milliseconds(UInt64(20 * index + 10)))
-            frames.append((frame, receiver.concealedLastTick, receiver.silentLastTick))
+            frames.append((frame, receiver.concealedLastTick, receiver.silentLastTick, receiver.playout != nil))
         }
         #expect(updates == 6)
         #expect(receiver.silentPacketsSkipped == 9 + updates, "the first silent packet holds the tone's end; no other is decoded")
@@ -403,6 +404,10 @@ func play(_ arrivals: [Arrival], buffer: inout AudioJitterBuffer, firstSequence:
             #expect(!frames[index].concealed, "tick \(index) was concealed by the decoder")
             #expect(frames[index].silent, "tick \(index) is not known to be silence")
         }
+        // Nothing claims to play between updates (lip sync would hold a camera's pictures for
+        // a playout that does not move): a tick for each update, no more.
+        #expect(frames[(lag + 40)..<(lag + 150)].filter(\.playing).count <= updates)
+        #expect(receiver.buffer.statistics.pauses >= updates)
         let next = frames[(lag + 155)...].flatMap(\.frame.samples)
         #expect(next.count >= 960 * 10)
         #expect(tonePower(next, frequency: 440) > 50 * tonePower(next, frequency: 1000))
