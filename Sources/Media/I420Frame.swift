@@ -102,18 +102,12 @@ public struct I420Frame: Sendable, Equatable {
 
     /// A picture filled with `color`.
     public init(width: Int, height: Int, color: YUVColor = .black, timestamp: Instant = Instant(nanoseconds: 0)) {
-        precondition(width > 0 && height > 0 && width <= 16384 && height <= 16384, "picture size out of range")
-        self.width = width
-        self.height = height
-        self.timestamp = timestamp
         let luma = width * height, chroma = ((width + 1) / 2) * ((height + 1) / 2)
         // memset: a frame is made per picture, and element loops are slow in debug builds.
-        data = [UInt8](unsafeUninitializedCapacity: luma + 2 * chroma) { buffer, count in
-            guard let base = buffer.baseAddress else { return }
-            memset(base, Int32(color.y), luma)
-            memset(base + luma, Int32(color.u), chroma)
-            memset(base + luma + chroma, Int32(color.v), chroma)
-            count = luma + 2 * chroma
+        self.init(width: width, height: height, timestamp: timestamp) { y, u, v in
+            memset(y, Int32(color.y), luma)
+            memset(u, Int32(color.u), chroma)
+            memset(v, Int32(color.v), chroma)
         }
     }
 

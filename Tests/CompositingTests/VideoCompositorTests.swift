@@ -25,13 +25,18 @@ import Wire
         return track
     }
 
+    /// Four tracks in a 2x2 grid, in reading order.
+    func quarters(_ tracks: [VideoTrack]) -> CompositeTemplate {
+        let corners = [(0.0, 0.0), (0.5, 0.0), (0.0, 0.5), (0.5, 0.5)]
+        return CompositeTemplate(positions: zip(tracks, corners).map { track, corner in
+            VideoTrackPositionInfo(track: track, normalizedRect: NormalizedRect(x: corner.0, y: corner.1, width: 0.5, height: 0.5))
+        })
+    }
+
     @Test func eachSlotsCentreShowsItsTracksColour() throws {
         let tracks = [track("a", Palette.red), track("b", Palette.green), track("c", Palette.blue), track("d", Palette.yellow)]
         let compositor = runningCompositor()
-        let quarters = [(0.0, 0.0), (0.5, 0.0), (0.0, 0.5), (0.5, 0.5)]
-        compositor.setTemplate(CompositeTemplate(positions: zip(tracks, quarters).map { track, corner in
-            VideoTrackPositionInfo(track: track, normalizedRect: NormalizedRect(x: corner.0, y: corner.1, width: 0.5, height: 0.5))
-        }))
+        compositor.setTemplate(quarters(tracks))
         let canvas = try picture(compositor)
         #expect(canvas.width == 640 && canvas.height == 360)
         #expect(canvas.pixel(x: 160, y: 90).isClose(to: Palette.red, tolerance: 2))
@@ -221,10 +226,7 @@ import Wire
     @Test func whatTheTilesDoNotCoverIsBackgroundEvenOnAReusedCanvas() throws {
         let tracks = [track("a", Palette.red), track("b", Palette.green), track("c", Palette.blue), track("d", Palette.yellow)]
         let compositor = runningCompositor()
-        let quarters = [(0.0, 0.0), (0.5, 0.0), (0.0, 0.5), (0.5, 0.5)]
-        compositor.setTemplate(CompositeTemplate(positions: zip(tracks, quarters).map { track, corner in
-            VideoTrackPositionInfo(track: track, normalizedRect: NormalizedRect(x: corner.0, y: corner.1, width: 0.5, height: 0.5))
-        }))
+        compositor.setTemplate(quarters(tracks))
         for _ in 0..<3 {
             _ = try picture(compositor)
             clock.advance(by: .milliseconds(33))
