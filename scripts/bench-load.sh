@@ -220,9 +220,11 @@ header() {
     echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 }
 
+# largest_args KIND N: the load's arguments; the run lasts its joins and 15 s more (30 s at least
+# for audio, 25 s for video), so that the last to join have a steady window too.
 largest_args() {
-    if [ "$1" = audio ]; then echo "--speakers 3 --video off --join-rate 40 --duration 30s"
-    else echo "--speakers 3 --video 640x360@30 --join-rate 10 --duration 25s"; fi
+    if [ "$1" = audio ]; then echo "--speakers 3 --video off --join-rate 40 --duration $(( $2 / 40 + 15 > 30 ? $2 / 40 + 15 : 30 ))s"
+    else echo "--speakers 3 --video 640x360@30 --join-rate 10 --duration $(( $2 / 10 + 15 > 25 ? $2 / 10 + 15 : 25 ))s"; fi
 }
 
 # largest KIND SIZES...: grows the room while one run per size passes, then RUNS runs at the
@@ -232,7 +234,7 @@ largest() {
     local best=0
     for n in "$@"; do
         # shellcheck disable=SC2046
-        one_run "largest-$kind-$n" --participants "$n" $(largest_args "$kind")
+        one_run "largest-$kind-$n" --participants "$n" $(largest_args "$kind" "$n")
         [ "$RC" -eq 0 ] || break
         best=$n
     done
@@ -240,7 +242,7 @@ largest() {
     [ "$best" -gt 0 ] || return 0
     header
     # shellcheck disable=SC2046
-    point "largest-$kind-$best" "$best" $(largest_args "$kind")
+    point "largest-$kind-$best" "$best" $(largest_args "$kind" "$best")
 }
 
 modes=("$@")
@@ -273,7 +275,7 @@ for mode in "${modes[@]}"; do
         rooms)
             rooms ;;
         largest)
-            largest audio 200 300 400 500 600 800 1000 1200
+            largest audio 200 400 600 800 1000 1200 1400 1600
             largest video 16 25 36 49 64 ;;
         *) echo "bench-load: unknown mode $mode (audio, video, largest, levels, speakers, audio500, rooms)" >&2; exit 2 ;;
     esac
