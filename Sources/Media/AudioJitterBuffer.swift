@@ -151,6 +151,9 @@ public struct AudioJitterBuffer: Sendable {
     private var underrunSamples = 0
     /// Whether the last packet played was one its sender marked silent.
     private var lastPlayedSilent = false
+    /// Where a pause left the play cursor, and the tick it happened at: the stream's timeline
+    /// through the gap, so that the next packet plays when its audio is due on it.
+    private var pausedTimeline: (cursor: UInt32, at: Instant)?
 
     /// An empty buffer. The frame duration, clock rate and durations must be positive.
     public init(configuration: Configuration = Configuration()) {
@@ -237,6 +240,7 @@ public struct AudioJitterBuffer: Sendable {
                 bufferingSince = nil
                 underrunSamples = 0
                 if lastPlayedSilent { statistics.pauses += 1 } else { statistics.stalls += 1 }
+                pausedTimeline = lastPlayedSilent ? (cursor, now) : nil
                 statistics.silent += 1
                 return .silence
             }
@@ -265,11 +269,22 @@ public struct AudioJitterBuffer: Sendable {
         return .conceal(samples: gap)
     }
 
-    /// Starts playing when the first packet has waited the target delay less the tick.
+    /// Starts playing when the first packet has waited the target delay less the tick; after a
+    /// pause, when its audio is due on the timeline the pause left (the delay the stream had
+    /// goes on through a DTX gap, and a packet late in silence plays as soon as it comes, as one
+    /// late in sound does), unless that timeline says more than the greatest delay from now (the
+    /// sender's clock jumped): judged against when the packet came, so the choice does not
+    /// change while it waits.
     private mutating func start(now: Instant) -> Int64? {
         guard let since = bufferingSince, let first = slots.keys.min(), let entry = slots[first] else { return nil }
-        let wait = max(.zero, targetDepth - configuration.frameDuration)
-        guard now >= since + wait else { return nil }
+        if let paused = pausedTimeline, case let ahead = Int(Int32(bitPattern: entry.timestamp &- paused.cursor)), ahead >= 0,
+           case let onTimeline = paused.at + duration(of: ahead), onTimeline <= since + configuration.maximumDelay {
+            // Ticks may not fall on the timeline's grid: the nearest one.
+            guard now + configuration.frameDuration / 2 > onTimeline else { return nil }
+        } else {
+            guard now >= since + max(.zero, targetDepth - configuration.frameDuration) else { return nil }
+        }
+        pausedTimeline = nil
         nextToPlay = first
         cursor = entry.timestamp
         bufferingSince = nil

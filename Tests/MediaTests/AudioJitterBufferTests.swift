@@ -289,6 +289,39 @@ func play(_ arrivals: [Arrival], buffer: inout AudioJitterBuffer, firstSequence:
         #expect(outputs.compactMap(packetIndex) == Array(0..<5) + Array(6..<20))
     }
 
+    /// A stream whose delay grew to about 140 ms (a burst came 120 ms late), then silence, a
+    /// DTX gap of a second (sequence numbers go on by one, RTP time jumps) and sound again: the
+    /// pause keeps the stream's timeline, so the sound plays with the delay the silence had,
+    /// not the target's (a fresh start would move every talkspurt's latency by whatever the
+    /// jitter estimate says at that moment).
+    @Test func aDTXPauseKeepsTheStreamsDelay() {
+        var buffer = AudioJitterBuffer()
+        var arrivals: [(sequence: Int, index: Int, at: Int)] = (0..<50).map { index in
+            (index, index, index >= 5 && index <= 11 ? max(20 * index, 220) : 20 * index)
+        }
+        arrivals.append((50, 100, 2000))
+        arrivals += (101..<110).map { ($0 - 50, $0, 20 * $0) }
+        var next = 0, played: [Int: Int] = [:]
+        for tick in 0..<120 {
+            let now = 10 + 20 * tick
+            while next < arrivals.count, arrivals[next].at <= now {
+                let packet = arrivals[next]
+                buffer.insert(payload: payload(packet.index), sequenceNumber: UInt16(packet.sequence), timestamp: UInt32(packet.index * 960),
+                              arrival: .milliseconds(UInt64(packet.at)), isSilent: (40..<50).contains(packet.index))
+                next += 1
+            }
+            switch buffer.pop(now: .milliseconds(UInt64(now))) {
+            case .packet(let bytes), .silentPacket(let bytes, _): played[Int(bytes[2]) << 8 | Int(bytes[3])] = now
+            default: break
+            }
+        }
+        let before = (played[45] ?? 0) - 20 * 45, after = (played[100] ?? 0) - 2000
+        #expect(before >= 120, "the delay before the gap: \(before) ms")
+        #expect(abs(after - before) <= 20, "the delay after the gap: \(after) ms, before it: \(before) ms")
+        #expect(buffer.statistics.pauses == 1)
+        #expect((101..<110).allSatisfy { played[$0] != nil })
+    }
+
     @Test func sequenceNumbersWrapAroundInOrder() {
         var buffer = AudioJitterBuffer(configuration: .init(minimumDelay: .milliseconds(60)))
         // 65530 ... 65535, 0 ... 13, with 65535 and 0 swapped.
