@@ -701,7 +701,7 @@ public final class Room {
     /// brought up to date for every participant with video (no track is asked: a room of
     /// hundreds of audio guests ticks video 30 times a second).
     private func followScreenShare() {
-        let sharer = videoMembers.first { !$0.isViewer && !$0.rendering.isEmpty && $0.rendering.contains("screen") }?.identity
+        let sharer = videoMembers.first { !$0.isViewer && $0.rendering.contains("screen") }?.identity
         guard sharer != screenSharer else { return }
         screenSharer = sharer
         if case .preset = layout { applyLayout(publish: true) }

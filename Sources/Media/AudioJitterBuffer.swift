@@ -270,17 +270,12 @@ public struct AudioJitterBuffer: Sendable {
     }
 
     /// Starts playing when the first packet has waited the target delay less the tick; after a
-    /// pause, when its audio is due on the timeline the pause left (the delay the stream had
-    /// goes on through a DTX gap, and a packet late in silence plays as soon as it comes, as one
-    /// late in sound does), unless that timeline says more than the greatest delay from now (the
-    /// sender's clock jumped): judged against when the packet came, so the choice does not
-    /// change while it waits.
+    /// pause, when its audio is due on the timeline the pause left (`dueAfterPause`).
     private mutating func start(now: Instant) -> Int64? {
         guard let since = bufferingSince, let first = slots.keys.min(), let entry = slots[first] else { return nil }
-        if let paused = pausedTimeline, case let ahead = Int(Int32(bitPattern: entry.timestamp &- paused.cursor)), ahead >= 0,
-           case let onTimeline = paused.at + duration(of: ahead), onTimeline <= since + configuration.maximumDelay {
+        if let due = dueAfterPause(timestamp: entry.timestamp, since: since) {
             // Ticks may not fall on the timeline's grid: the nearest one.
-            guard now + configuration.frameDuration / 2 > onTimeline else { return nil }
+            guard now + configuration.frameDuration / 2 > due else { return nil }
         } else {
             guard now >= since + max(.zero, targetDepth - configuration.frameDuration) else { return nil }
         }
@@ -290,6 +285,17 @@ public struct AudioJitterBuffer: Sendable {
         bufferingSince = nil
         underrunSamples = 0
         return first
+    }
+
+    /// When audio at `timestamp` is due on the timeline the last pause left: the delay the stream
+    /// had goes on through a DTX gap, and a packet late in silence plays as soon as it comes, as
+    /// one late in sound does. Nil after no pause, or when the timeline puts it before the cursor
+    /// or beyond the greatest delay from `since`, when it came (the sender's clock jumped).
+    private func dueAfterPause(timestamp: UInt32, since: Instant) -> Instant? {
+        guard let paused = pausedTimeline else { return nil }
+        let ahead = Int(Int32(bitPattern: timestamp &- paused.cursor))
+        let due = paused.at + duration(of: ahead)
+        return ahead >= 0 && due <= since + configuration.maximumDelay ? due : nil
     }
 
     /// RFC 3550 §6.4.1: D = (Rj − Ri) − (Sj − Si); J += (|D| − J) / 16, in consecutive arrivals.
