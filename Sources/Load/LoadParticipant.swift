@@ -206,8 +206,10 @@ final class LoadParticipant {
     private var audioCount = 0
     /// Silent frames in a row, for DTX (`ClientAnswer.opusDTX`).
     private var silentFrames = 0
-    /// With DTX, as WebRTC's Opus encoder does it: after 10 silent frames (200 ms) only every
-    /// 20th (400 ms) is sent; the frames left out take no sequence number, only RTP time.
+    /// With DTX, as WebRTC's Opus encoder does it: after 10 silent frames (200 ms) a frame of
+    /// no bytes (the TOC alone, RFC 6716 §3.2.1) says DTX starts, then every 20th frame (400 ms)
+    /// is an update, each followed by such a frame again; the frames left out take no sequence
+    /// number, only RTP time.
     static let framesBeforeDTX = 10
     static let framesPerDTXUpdate = 20
     private var videoTimestamp = UInt32.random(in: 0...UInt32.max)
@@ -617,12 +619,13 @@ final class LoadParticipant {
         }
         audioCount += 1
         silentFrames = level.level >= AudioReceiver.silentLevel ? silentFrames + 1 : 0
-        let leftOut = answer?.opusDTX == true && silentFrames > Self.framesBeforeDTX
-            && (silentFrames - Self.framesBeforeDTX) % Self.framesPerDTXUpdate != 0
-        if !leftOut {
+        let inDTX = answer?.opusDTX == true && silentFrames > Self.framesBeforeDTX
+        let sinceUpdate = (silentFrames - Self.framesBeforeDTX) % Self.framesPerDTXUpdate
+        if !inDTX || sinceUpdate <= 1 {
+            let sent = inDTX && sinceUpdate == 1 ? payload.prefix(1).map { $0 & 0xFC } : payload
             if let bytes = send(RTPPacket(payloadType: PayloadType(111), sequenceNumber: audioSequence, timestamp: audioTimestamp,
-                                          ssrc: SSRC(audioSSRC), payload: payload[...]), mid: "0", level: level) {
-                audioStream?.packetSent(bytes: bytes, timestamp: audioTimestamp, payloadSize: payload.count, now: now, captureTime: capturedAt)
+                                          ssrc: SSRC(audioSSRC), payload: sent[...]), mid: "0", level: level) {
+                audioStream?.packetSent(bytes: bytes, timestamp: audioTimestamp, payloadSize: sent.count, now: now, captureTime: capturedAt)
             }
             audioSequence &+= 1
         }

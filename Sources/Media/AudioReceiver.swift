@@ -5,9 +5,9 @@ import Wire
 /// tick whatever the network did. Packets of any Opus duration are decoded ahead into `pending`
 /// and played out a tick at a time. Not `Sendable`: the room's thread owns it.
 ///
-/// Packets whose sender says they are silence (RFC 6464 audio level, as browsers send it) are
-/// not decoded: in a room most guests are silent most of the time, and decoding is the largest
-/// cost of a guest's audio (about 45 µs a packet).
+/// Packets whose sender says they are silence (RFC 6464 audio level, as browsers send it, or an
+/// Opus DTX frame of no bytes) are not decoded: in a room most guests are silent most of the
+/// time, and decoding is the largest cost of a guest's audio (about 45 µs a packet).
 /// - The first silent packet after sound is decoded: it holds the end of the sound (the codec's
 ///   delay, a few ms); skipping it cuts the sound off with a click that spreads over every
 ///   frequency (`tessera load`'s own-voice check heard it at the listener's own tone).
@@ -27,7 +27,8 @@ public final class AudioReceiver {
     public private(set) var buffer: AudioJitterBuffer
     /// Packets the decoder refused (they were concealed instead).
     public private(set) var decodeErrors = 0
-    /// Packets played as silence without decoding, because their level said so.
+    /// Packets played as silence without decoding, because their level said so or they were
+    /// DTX frames.
     public private(set) var silentPacketsSkipped = 0
     /// Packets with sound played as silence without decoding, because they were quieter than
     /// `decodeLevelLimit`.
@@ -86,10 +87,19 @@ public final class AudioReceiver {
     }
 
     /// Takes one received Opus RTP payload, with its RFC 6464 audio level when the sender put one.
+    /// A payload is silence when its level says so, or when it is a DTX frame, which is how a
+    /// sender that gives no levels says it.
     public func receive(payload: [UInt8], sequenceNumber: UInt16, timestamp: UInt32, arrival: Instant, level: AudioLevel? = nil) {
         buffer.insert(payload: payload, sequenceNumber: sequenceNumber, timestamp: timestamp, arrival: arrival,
-                      isSilent: level.map { $0.level >= Self.silentLevel } ?? false, level: level?.level)
+                      isSilent: Self.isDTXFrame(payload) || level.map { $0.level >= Self.silentLevel } ?? false, level: level?.level)
     }
+
+    /// Whether an Opus payload holds only frames of no bytes: the TOC and at most a byte of
+    /// framing. RFC 6716 §3.2.1: a frame of length 0 stands for DTX (or a loss). WebRTC sends
+    /// one such packet as its encoder enters DTX, and again after each update in it, and takes
+    /// every payload of 2 bytes or less as DTX; so a DTX sender that gives no RFC 6464 levels
+    /// still tells the host that what follows is a pause, not a loss to conceal.
+    static func isDTXFrame(_ payload: [UInt8]) -> Bool { payload.count <= 2 }
 
     /// Where the playout is; nil while nothing plays.
     public var playout: AudioPlayout? {

@@ -446,6 +446,44 @@ func play(_ arrivals: [Arrival], buffer: inout AudioJitterBuffer, firstSequence:
         #expect(tonePower(next, frequency: 440) > 50 * tonePower(next, frequency: 1000))
     }
 
+    /// A DTX sender that gives no RFC 6464 levels, as WebRTC sends without them: after the
+    /// talkspurt and 10 silent frames, a frame of no bytes (the TOC alone) as DTX starts, then
+    /// every 20th frame an update followed by such a frame again. The empty frame says the pause:
+    /// the wait after it is not concealed (without it, each wait was up to ten concealments of
+    /// the update decoded before it), playback pauses, and the next talkspurt plays its tone.
+    @Test func aDTXSenderWithoutLevelsPausesAtItsEmptyFrame() throws {
+        let encoder = try OpusEncoder(.init(channels: 1, bitrate: 32_000, complexity: 5))
+        let receiver = try AudioReceiver(channels: 1)
+        var frames: [(frame: AudioFrame, concealed: Bool)] = []
+        var sequence: UInt16 = 0
+        let sound = Set(0..<20).union(150..<190)
+        var updates = 0
+        for index in 0..<190 {
+            let sent = sound.contains(index) ? AudioFrame(samples: tone(440, frame: index)) : AudioFrame.silence()
+            var payload = try encoder.encode(sent)
+            let sinceUpdate = (index - 29) % 20
+            if !sound.contains(index) && index >= 30 {
+                guard sinceUpdate <= 1 else {
+                    frames.append((receiver.tick(now: .milliseconds(UInt64(20 * index + 10))), receiver.concealedLastTick))
+                    continue
+                }
+                if sinceUpdate == 1 { payload = [payload[0] & 0xFC] } else { updates += 1 }
+            }
+            receiver.receive(payload: payload, sequenceNumber: sequence, timestamp: UInt32(index * 960),
+                             arrival: .milliseconds(UInt64(20 * index)))
+            sequence &+= 1
+            frames.append((receiver.tick(now: .milliseconds(UInt64(20 * index + 10))), receiver.concealedLastTick))
+        }
+        #expect(updates == 6)
+        let lag = try #require(frames.firstIndex { $0.frame.samples.contains { $0 != 0 } })
+        let concealed = frames[(lag + 31)..<(lag + 150)].filter(\.concealed).count
+        #expect(concealed == 0, "\(concealed) ticks of the DTX pauses were concealed")
+        #expect(receiver.buffer.statistics.pauses >= updates)
+        let next = frames[(lag + 155)...].flatMap(\.frame.samples)
+        #expect(next.count >= 960 * 10)
+        #expect(tonePower(next, frequency: 440) > 50 * tonePower(next, frequency: 1000))
+    }
+
     /// The end of a talkspurt (in the first silent packet), and the first frames of the next one
     /// after silent packets not decoded, are what a decoder that decoded everything makes.
     @Test func aTalkspurtAfterSkippedSilenceDecodesAsIfNothingWasSkipped() throws {
