@@ -18,13 +18,21 @@ GStreamer 1.22's DTLS offers only SRTP_AES128_CM_SHA1_80, so that is what the ho
 from it (its AEAD-GCM preference cannot apply): the profile check confirms that fallback.
 Its DTLS certificate is RSA: as DTLS server the host must accept an RSA client certificate.
 
+With --dtx the peer joins a room instead (--url is a join URL, .../v1/rooms/R/participants?identity=ID)
+and sends silence through `opusenc dtx=true`, as a muted GStreamer client would: its payloader
+then sends an Opus frame of no bytes (the TOC byte alone, RFC 6716 §3.2.1) every 20 ms, and no
+RFC 6464 level (webrtcbin adds none). The tone and level checks give way to one, dtx: the host's
+`tessera_audio_silent_packets_skipped` (GET /metrics) counts at least half the call's 50 packets a
+second, none of them decoded; the video check takes the room's composite, of any size.
+
 Prints one JSON line of measurements on stdout; exit 0 only when every check passed.
 Workarounds (see shared notes): libnice never gathers on loopback by itself, so 127.0.0.1 is
 added to webrtcbin's NiceAgent; the ICE object and the promise replies are kept referenced.
 
 usage: echo_gstreamer.py --url http://127.0.0.1:PORT/v1/echo [--seconds 10] [--tone 550]
+       echo_gstreamer.py --dtx --url 'http://127.0.0.1:PORT/v1/rooms/R/participants?identity=ID' [--seconds 10]
 """
-import argparse, json, re, sys, threading, time, urllib.error, urllib.request
+import argparse, json, re, sys, threading, time, urllib.error, urllib.parse, urllib.request
 
 import gi
 gi.require_version("Gst", "1.0")
@@ -70,6 +78,18 @@ def prewrap_pad_types():
                 pass
 
 
+def host_metric(join_url, name, timeout):
+    """One gauge of the host's /metrics (at the join URL's scheme, host and port); None if absent."""
+    parts = urllib.parse.urlsplit(join_url)
+    try:
+        with urllib.request.urlopen("%s://%s/metrics" % (parts.scheme, parts.netloc), timeout=timeout) as resp:
+            text = resp.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError):
+        return None
+    m = re.search(r"^%s (\d+)" % re.escape(name), text, re.M)
+    return int(m.group(1)) if m else None
+
+
 def numbers_of(structure_text, field):
     """The numbers of a list/array field in a GstStructure's text (PyGObject cannot read
     GstValueList / GValueArray fields directly)."""
@@ -99,13 +119,14 @@ class Peer:
         a = args
         self.pipe = Gst.parse_launch(
             "webrtcbin name=webrtc bundle-policy=max-bundle latency=100 "
-            "audiotestsrc is-live=true wave=sine freq=%s volume=0.3 ! audioconvert ! audioresample ! "
-            "audio/x-raw,rate=48000,channels=1 ! opusenc ! rtpopuspay pt=111 ! "
+            "audiotestsrc is-live=true %s ! audioconvert ! audioresample ! "
+            "audio/x-raw,rate=48000,channels=1 ! opusenc %s ! rtpopuspay pt=111 ! "
             "application/x-rtp,media=audio,encoding-name=OPUS,payload=111,clock-rate=48000 ! webrtc. "
             "videotestsrc is-live=true pattern=ball ! video/x-raw,width=%d,height=%d,framerate=%d/1 ! "
             "videoconvert ! vp8enc deadline=1 cpu-used=8 keyframe-max-dist=60 ! rtpvp8pay pt=96 ! "
             "application/x-rtp,media=video,encoding-name=VP8,payload=96,clock-rate=90000 ! webrtc. "
-            % (a.tone, a.width, a.height, a.fps))
+            % ("wave=silence" if a.dtx else "wave=sine freq=%s volume=0.3" % a.tone, "dtx=true" if a.dtx else "",
+               a.width, a.height, a.fps))
         self.webrtc = self.pipe.get_by_name("webrtc")
         # Keep this reference for the whole run: dropping it unrefs webrtcbin's ICE object.
         self.ice = self.webrtc.get_property("ice-agent")
@@ -302,6 +323,9 @@ class Peer:
     def finish(self):
         if not self.finished:
             self.finished = True
+            if self.args.dtx:   # while this guest is still in the room (the gauge counts its packets)
+                self.out["silentPacketsSkipped"] = host_metric(self.args.url, "tessera_audio_silent_packets_skipped",
+                                                               self.args.http_timeout)
             self.loop.quit()
         return False
 
@@ -330,6 +354,12 @@ class Peer:
             got = self.out.get("profile")
             c["profile"] = None if got == a.expect_profile else "negotiated %s, want %s" % (got, a.expect_profile)
         c["video"] = None if self.video_frames > 0 else "no echoed video frame decoded"
+        if a.dtx:
+            c["audio"] = None if self.audio_buffers > 0 else "no audio of the room decoded"
+            skipped, want = self.out.get("silentPacketsSkipped"), int(25 * a.seconds)
+            c["dtx"] = None if skipped is not None and skipped >= want else \
+                "the host skipped %s packets undecoded as DTX silence, want >= %d (50 a second sent)" % (skipped, want)
+            return
         if self.video_frames:
             want = "%dx%d" % (a.width, a.height)
             bad = {k: v for k, v in self.video_sizes.items() if k != want}
@@ -387,6 +417,7 @@ def main():
     ap.add_argument("--connect-timeout", type=float, default=8, help="POST to connected")
     ap.add_argument("--http-timeout", type=float, default=5)
     ap.add_argument("--timeout", type=float, default=None, help="hard bound of the whole run (default seconds + 20)")
+    ap.add_argument("--dtx", action="store_true", help="join a room sending silence with Opus DTX (see above)")
     args = ap.parse_args()
     args.timeout = args.timeout or args.seconds + 20
     Gst.init(None)

@@ -191,7 +191,11 @@ for peer in $PEERS; do
                 fail gstreamer "GStreamer webrtcbin / python3-gi / gir1.2-nice-0.1 not installed"; continue
             fi
             run_peer gstreamer "$SYS_PY" "$HERE/echo_gstreamer.py" --url "$URL" --seconds "$SECONDS_PER_CALL" \
-                --tone 550 --expect-profile SRTP_AES128_CM_SHA1_80 ;;
+                --tone 550 --expect-profile SRTP_AES128_CM_SHA1_80
+            # the same peer in a room, muted with Opus DTX and no RFC 6464 levels: the host
+            # must take its frames of no bytes as silence, not decode them
+            run_peer gstreamer-dtx "$SYS_PY" "$HERE/echo_gstreamer.py" --dtx --seconds "$SECONDS_PER_CALL" \
+                --url "$BASE/v1/rooms/interop-dtx/participants?identity=gst" --expect-profile SRTP_AES128_CM_SHA1_80 ;;
         page)
             if ! command -v chromium >/dev/null; then
                 fail page "chromium is not installed (Debian package chromium)"; continue
