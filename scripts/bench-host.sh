@@ -3,7 +3,8 @@
 #   in_loopback_namespace "$0" "$@"     at the top of a script (after sourcing setup.sh)
 #   start_host WORK [EXTRA_JSON]        a host on 127.0.0.1 (media on 50000); sets HOST_PID, BASE
 #                                       (HTTP_EXTRA adds fields to its "http" block)
-#   stop_host                           SIGTERM, then SIGKILL after 10 s
+#   stop_host                           SIGTERM, then SIGKILL after 10 s (stop_pid PID: the same for
+#                                       another child)
 # TESSERA_BIN runs another build of tessera than .build/release's (a copy of an earlier commit's,
 # for before/after tables on one machine at one time).
 in_loopback_namespace() {
@@ -33,9 +34,14 @@ EOF
 
 stop_host() {
     [ -n "$HOST_PID" ] || return 0
-    kill -TERM "$HOST_PID" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$HOST_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$HOST_PID" 2>/dev/null || true
-    wait "$HOST_PID" 2>/dev/null || true
+    stop_pid "$HOST_PID"
     HOST_PID=
+}
+
+# SIGTERM to a child of this shell, SIGKILL after 10 s, and waits for it.
+stop_pid() {
+    kill -TERM "$1" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
 }

@@ -66,10 +66,7 @@ EOF
 }
 stop_janus() {
     [ -n "$JANUS_PID" ] || return 0
-    kill -TERM "$JANUS_PID" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$JANUS_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$JANUS_PID" 2>/dev/null || true
-    wait "$JANUS_PID" 2>/dev/null || true
+    stop_pid "$JANUS_PID"
     JANUS_PID=
 }
 trap 'stop_host; stop_janus' EXIT
