@@ -51,31 +51,55 @@ unsigned long tessera_srtp_openssl_allocations(void) { return atomic_load(&alloc
 static const srtp_cipher_type_t aes_icm_128, aes_icm_192, aes_icm_256, aes_gcm_128, aes_gcm_256;
 static const srtp_auth_type_t hmac_sha1;
 
-/// Allocates a libsrtp cipher with a zeroed state of `state_size` bytes and a new EVP context.
-static srtp_err_status_t cipher_alloc(srtp_cipher_t **cipher, size_t state_size, EVP_CIPHER_CTX **context) {
+/// The start of every cipher state here: its EVP context, keyed at init, and the cipher it runs.
+typedef struct {
+    EVP_CIPHER_CTX *context;
+    const EVP_CIPHER *evp;
+} cipher_head;
+
+/// Allocates a libsrtp cipher of `type` with a zeroed state of `state_size` bytes, which begins
+/// with a `cipher_head`: a new EVP context for `evp`.
+static srtp_err_status_t cipher_alloc(srtp_cipher_t **cipher, size_t state_size, const srtp_cipher_type_t *type,
+                                      int key_len, const EVP_CIPHER *evp) {
     *cipher = NULL;
     if (!algorithms_ready()) return srtp_err_status_init_fail;
     srtp_cipher_t *made = calloc(1, sizeof *made);
-    void *state = calloc(1, state_size);
-    EVP_CIPHER_CTX *evp = EVP_CIPHER_CTX_new();
-    if (!made || !state || !evp) {
+    cipher_head *state = calloc(1, state_size);
+    EVP_CIPHER_CTX *context = EVP_CIPHER_CTX_new();
+    if (!made || !state || !context) {
         free(made);
         free(state);
-        EVP_CIPHER_CTX_free(evp);
+        EVP_CIPHER_CTX_free(context);
         return srtp_err_status_alloc_fail;
     }
-    *context = evp;
+    state->context = context;
+    state->evp = evp;
     made->state = state;
+    made->type = type;
+    made->algorithm = type->id;
+    made->key_len = key_len;
     *cipher = made;
     atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+    return srtp_err_status_ok;
+}
+
+/// Frees what `cipher_alloc` made, the state wiped first (it held the session's key schedule).
+static srtp_err_status_t cipher_dealloc(srtp_cipher_t *cipher, size_t state_size) {
+    if (!cipher) return srtp_err_status_bad_param;
+    cipher_head *state = cipher->state;
+    if (state) {
+        EVP_CIPHER_CTX_free(state->context);
+        OPENSSL_cleanse(state, state_size);
+        free(state);
+    }
+    free(cipher);
     return srtp_err_status_ok;
 }
 
 // MARK: AES-CM (ICM), RFC 3711 §4.1.1 and RFC 6188
 
 typedef struct {
-    EVP_CIPHER_CTX *context;
-    const EVP_CIPHER *evp;
+    cipher_head head;
     /// The session salt followed by two zero octets; set_iv's block is XORed with it.
     uint8_t offset[16];
 } icm_state;
@@ -90,37 +114,18 @@ static srtp_err_status_t icm_alloc(srtp_cipher_t **cipher, int key_len, int tag_
     case SRTP_AES_ICM_256_KEY_LEN_WSALT: type = &aes_icm_256; index = 2; break;
     default: *cipher = NULL; return srtp_err_status_bad_param;
     }
-    EVP_CIPHER_CTX *context;
-    srtp_err_status_t status = cipher_alloc(cipher, sizeof(icm_state), &context);
-    if (status != srtp_err_status_ok) return status;
-    icm_state *state = (*cipher)->state;
-    state->context = context;
-    state->evp = aes_ctr[index];
-    (*cipher)->type = type;
-    (*cipher)->algorithm = type->id;
-    (*cipher)->key_len = key_len;
-    return srtp_err_status_ok;
+    return cipher_alloc(cipher, sizeof(icm_state), type, key_len, aes_ctr[index]);
 }
 
-static srtp_err_status_t icm_dealloc(srtp_cipher_t *cipher) {
-    if (!cipher) return srtp_err_status_bad_param;
-    icm_state *state = cipher->state;
-    if (state) {
-        EVP_CIPHER_CTX_free(state->context);
-        OPENSSL_cleanse(state, sizeof *state);
-        free(state);
-    }
-    free(cipher);
-    return srtp_err_status_ok;
-}
+static srtp_err_status_t icm_dealloc(srtp_cipher_t *cipher) { return cipher_dealloc(cipher, sizeof(icm_state)); }
 
 /// `key` is the AES key (16, 24 or 32 octets) followed by the 14-octet salt.
 static srtp_err_status_t icm_init(void *opaque, const uint8_t *key) {
     icm_state *state = opaque;
-    int key_size = EVP_CIPHER_get_key_length(state->evp);
+    int key_size = EVP_CIPHER_get_key_length(state->head.evp);
     memset(state->offset, 0, sizeof state->offset);
     memcpy(state->offset, key + key_size, SRTP_SALT_LEN);
-    if (EVP_EncryptInit_ex2(state->context, state->evp, key, NULL, NULL) != 1) return srtp_err_status_init_fail;
+    if (EVP_EncryptInit_ex2(state->head.context, state->head.evp, key, NULL, NULL) != 1) return srtp_err_status_init_fail;
     return srtp_err_status_ok;
 }
 
@@ -129,7 +134,7 @@ static srtp_err_status_t icm_set_iv(void *opaque, uint8_t *iv, srtp_cipher_direc
     icm_state *state = opaque;
     uint8_t counter[16];
     for (int i = 0; i < 16; i++) counter[i] = iv[i] ^ state->offset[i];
-    if (EVP_EncryptInit_ex2(state->context, NULL, NULL, counter, NULL) != 1) return srtp_err_status_cipher_fail;
+    if (EVP_EncryptInit_ex2(state->head.context, NULL, NULL, counter, NULL) != 1) return srtp_err_status_cipher_fail;
     return srtp_err_status_ok;
 }
 
@@ -139,7 +144,7 @@ static srtp_err_status_t icm_encrypt(void *opaque, uint8_t *buffer, unsigned int
     if (*length == 0) return srtp_err_status_ok;
     if (!buffer || *length > INT32_MAX) return srtp_err_status_bad_param;
     int written = 0;
-    if (EVP_EncryptUpdate(state->context, buffer, &written, buffer, (int)*length) != 1 || written != (int)*length)
+    if (EVP_EncryptUpdate(state->head.context, buffer, &written, buffer, (int)*length) != 1 || written != (int)*length)
         return srtp_err_status_cipher_fail;
     return srtp_err_status_ok;
 }
@@ -147,8 +152,7 @@ static srtp_err_status_t icm_encrypt(void *opaque, uint8_t *buffer, unsigned int
 // MARK: AES-GCM, RFC 7714
 
 typedef struct {
-    EVP_CIPHER_CTX *context;
-    const EVP_CIPHER *evp;
+    cipher_head head;
     int tag_len;
     /// 1 encrypting, 0 decrypting (set by set_iv), -1 before the first set_iv after init.
     int encrypting;
@@ -166,37 +170,21 @@ static srtp_err_status_t gcm_alloc(srtp_cipher_t **cipher, int key_len, int tag_
         *cipher = NULL;
         return srtp_err_status_bad_param;
     }
-    EVP_CIPHER_CTX *context;
-    srtp_err_status_t status = cipher_alloc(cipher, sizeof(gcm_state), &context);
+    srtp_err_status_t status = cipher_alloc(cipher, sizeof(gcm_state), type, key_len, aes_gcm[index]);
     if (status != srtp_err_status_ok) return status;
     gcm_state *state = (*cipher)->state;
-    state->context = context;
-    state->evp = aes_gcm[index];
     state->tag_len = tag_len;
     state->encrypting = -1;
-    (*cipher)->type = type;
-    (*cipher)->algorithm = type->id;
-    (*cipher)->key_len = key_len;
     return srtp_err_status_ok;
 }
 
-static srtp_err_status_t gcm_dealloc(srtp_cipher_t *cipher) {
-    if (!cipher) return srtp_err_status_bad_param;
-    gcm_state *state = cipher->state;
-    if (state) {
-        EVP_CIPHER_CTX_free(state->context);
-        OPENSSL_cleanse(state, sizeof *state);
-        free(state);
-    }
-    free(cipher);
-    return srtp_err_status_ok;
-}
+static srtp_err_status_t gcm_dealloc(srtp_cipher_t *cipher) { return cipher_dealloc(cipher, sizeof(gcm_state)); }
 
 /// `key` is the AES key followed by the 12-octet salt, which the SRTP layer uses, not the cipher.
 static srtp_err_status_t gcm_init(void *opaque, const uint8_t *key) {
     gcm_state *state = opaque;
     state->encrypting = -1;
-    if (EVP_CipherInit_ex2(state->context, state->evp, key, NULL, 1, NULL) != 1) return srtp_err_status_init_fail;
+    if (EVP_CipherInit_ex2(state->head.context, state->head.evp, key, NULL, 1, NULL) != 1) return srtp_err_status_init_fail;
     return srtp_err_status_ok;
 }
 
@@ -205,7 +193,7 @@ static srtp_err_status_t gcm_set_iv(void *opaque, uint8_t *iv, srtp_cipher_direc
     if (direction != srtp_direction_encrypt && direction != srtp_direction_decrypt) return srtp_err_status_bad_param;
     int encrypting = direction == srtp_direction_encrypt;
     // The key stays; this resets the GHASH state and the counter for the new IV (12 octets, the default).
-    if (EVP_CipherInit_ex2(state->context, NULL, NULL, iv, encrypting, NULL) != 1) return srtp_err_status_cipher_fail;
+    if (EVP_CipherInit_ex2(state->head.context, NULL, NULL, iv, encrypting, NULL) != 1) return srtp_err_status_cipher_fail;
     state->encrypting = encrypting;
     return srtp_err_status_ok;
 }
@@ -217,7 +205,7 @@ static srtp_err_status_t gcm_set_aad(void *opaque, const uint8_t *aad, uint32_t 
     if (aad_len == 0) return srtp_err_status_ok;
     if (!aad || aad_len > INT32_MAX) return srtp_err_status_bad_param;
     int written = 0;
-    if (EVP_CipherUpdate(state->context, NULL, &written, aad, (int)aad_len) != 1) return srtp_err_status_cipher_fail;
+    if (EVP_CipherUpdate(state->head.context, NULL, &written, aad, (int)aad_len) != 1) return srtp_err_status_cipher_fail;
     return srtp_err_status_ok;
 }
 
@@ -228,7 +216,7 @@ static srtp_err_status_t gcm_encrypt(void *opaque, uint8_t *buffer, unsigned int
     if (*length == 0) return srtp_err_status_ok;  // SRTCP without encryption: the tag covers the AAD only
     if (!buffer || *length > INT32_MAX) return srtp_err_status_bad_param;
     int written = 0;
-    if (EVP_EncryptUpdate(state->context, buffer, &written, buffer, (int)*length) != 1 || written != (int)*length)
+    if (EVP_EncryptUpdate(state->head.context, buffer, &written, buffer, (int)*length) != 1 || written != (int)*length)
         return srtp_err_status_cipher_fail;
     return srtp_err_status_ok;
 }
@@ -239,8 +227,8 @@ static srtp_err_status_t gcm_get_tag(void *opaque, uint8_t *tag, uint32_t *lengt
     if (state->encrypting != 1) return srtp_err_status_bad_param;
     uint8_t unused[16];
     int written = 0;
-    if (EVP_EncryptFinal_ex(state->context, unused, &written) != 1) return srtp_err_status_cipher_fail;
-    if (EVP_CIPHER_CTX_ctrl(state->context, EVP_CTRL_AEAD_GET_TAG, state->tag_len, tag) != 1)
+    if (EVP_EncryptFinal_ex(state->head.context, unused, &written) != 1) return srtp_err_status_cipher_fail;
+    if (EVP_CIPHER_CTX_ctrl(state->head.context, EVP_CTRL_AEAD_GET_TAG, state->tag_len, tag) != 1)
         return srtp_err_status_algo_fail;
     *length = (uint32_t)state->tag_len;
     return srtp_err_status_ok;
@@ -255,12 +243,12 @@ static srtp_err_status_t gcm_decrypt(void *opaque, uint8_t *buffer, unsigned int
     int ciphertext_len = (int)*length - state->tag_len;
     int written = 0;
     if (ciphertext_len > 0 &&
-        (EVP_DecryptUpdate(state->context, buffer, &written, buffer, ciphertext_len) != 1 || written != ciphertext_len))
+        (EVP_DecryptUpdate(state->head.context, buffer, &written, buffer, ciphertext_len) != 1 || written != ciphertext_len))
         return srtp_err_status_cipher_fail;
-    if (EVP_CIPHER_CTX_ctrl(state->context, EVP_CTRL_AEAD_SET_TAG, state->tag_len, buffer + ciphertext_len) != 1)
+    if (EVP_CIPHER_CTX_ctrl(state->head.context, EVP_CTRL_AEAD_SET_TAG, state->tag_len, buffer + ciphertext_len) != 1)
         return srtp_err_status_cipher_fail;
     uint8_t unused[16];
-    if (EVP_DecryptFinal_ex(state->context, unused, &written) != 1) return srtp_err_status_auth_fail;
+    if (EVP_DecryptFinal_ex(state->head.context, unused, &written) != 1) return srtp_err_status_auth_fail;
     *length = (unsigned int)ciphertext_len;
     return srtp_err_status_ok;
 }
