@@ -94,15 +94,18 @@ public struct I420Frame: Sendable, Equatable {
     /// When the picture was captured, on the host's clock.
     public var timestamp: Instant
 
-    public var chromaWidth: Int { (width + 1) / 2 }
-    public var chromaHeight: Int { (height + 1) / 2 }
+    public var chromaWidth: Int { Self.chromaSide(width) }
+    public var chromaHeight: Int { Self.chromaSide(height) }
+    /// A chroma plane's width (height) for a picture `side` pixels wide (high): 4:2:0 halves
+    /// each side, an odd one rounded up.
+    public static func chromaSide(_ side: Int) -> Int { (side + 1) / 2 }
     public var lumaSize: Int { width * height }
     public var chromaSize: Int { chromaWidth * chromaHeight }
     public var bounds: PixelRect { PixelRect(x: 0, y: 0, width: width, height: height) }
 
     /// A picture filled with `color`.
     public init(width: Int, height: Int, color: YUVColor = .black, timestamp: Instant = Instant(nanoseconds: 0)) {
-        let luma = width * height, chroma = ((width + 1) / 2) * ((height + 1) / 2)
+        let luma = width * height, chroma = Self.chromaSide(width) * Self.chromaSide(height)
         // memset: a frame is made per picture, and element loops are slow in debug builds.
         self.init(width: width, height: height, timestamp: timestamp) { y, u, v in
             memset(y, Int32(color.y), luma)
@@ -120,7 +123,7 @@ public struct I420Frame: Sendable, Equatable {
         self.width = width
         self.height = height
         self.timestamp = timestamp
-        let luma = width * height, chroma = ((width + 1) / 2) * ((height + 1) / 2)
+        let luma = width * height, chroma = Self.chromaSide(width) * Self.chromaSide(height)
         data = [UInt8](unsafeUninitializedCapacity: luma + 2 * chroma) { buffer, count in
             guard let base = buffer.baseAddress else { return }
             write(base, base + luma, base + luma + chroma)
@@ -131,7 +134,7 @@ public struct I420Frame: Sendable, Equatable {
     /// A picture from planes already packed as this type packs them; nil when the size is wrong.
     public init?(width: Int, height: Int, packed: [UInt8], timestamp: Instant = Instant(nanoseconds: 0)) {
         guard width > 0, height > 0, width <= 16384, height <= 16384,
-              packed.count == width * height + 2 * ((width + 1) / 2) * ((height + 1) / 2) else { return nil }
+              packed.count == width * height + 2 * Self.chromaSide(width) * Self.chromaSide(height) else { return nil }
         self.width = width
         self.height = height
         self.data = packed
@@ -175,7 +178,7 @@ public struct I420Frame: Sendable, Equatable {
     /// This picture scaled to `width` × `height` (libyuv I420Scale, bilinear).
     public func scaled(width targetWidth: Int, height targetHeight: Int) -> I420Frame {
         if targetWidth == width && targetHeight == height { return self }
-        let (outWidth, outHeight, outChroma) = (Int32(targetWidth), Int32(targetHeight), Int32((targetWidth + 1) / 2))
+        let (outWidth, outHeight, outChroma) = (Int32(targetWidth), Int32(targetHeight), Int32(Self.chromaSide(targetWidth)))
         return withPlanes { sy, su, sv in
             I420Frame(width: targetWidth, height: targetHeight, timestamp: timestamp) { dy, du, dv in
                 _ = I420Scale(sy, Int32(width), su, Int32(chromaWidth), sv, Int32(chromaWidth), Int32(width), Int32(height),
@@ -247,7 +250,7 @@ public struct I420Frame: Sendable, Equatable {
         case .upsideDown: kRotate180
         case .clockwise270: kRotate270
         }
-        let (outWidth, outChroma) = (Int32(outputWidth), Int32((outputWidth + 1) / 2))
+        let (outWidth, outChroma) = (Int32(outputWidth), Int32(Self.chromaSide(outputWidth)))
         return withPlanes { sy, su, sv in
             I420Frame(width: outputWidth, height: outputHeight, timestamp: timestamp) { dy, du, dv in
                 _ = I420Rotate(sy, Int32(width), su, Int32(chromaWidth), sv, Int32(chromaWidth),

@@ -105,7 +105,7 @@ public enum StillImage {
         let planes = (frame.pointee.data.0, frame.pointee.data.1, frame.pointee.data.2)
         let strides = (frame.pointee.linesize.0, frame.pointee.linesize.1, frame.pointee.linesize.2)
         var out = I420Frame(width: width, height: height)
-        let chromaStride = Int32((width + 1) / 2)
+        let chromaStride = Int32(out.chromaWidth)
         let w = Int32(width), h = Int32(height)
         // Formats libyuv turns into I420 in one step.
         let direct: Int32? = out.withMutablePlanes { y, u, v -> Int32? in

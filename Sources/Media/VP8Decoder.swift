@@ -113,7 +113,7 @@ public final class VP8Decoder {
         guard image.pointee.fmt == VPX_IMG_FMT_I420, width > 0, height > 0, width <= 16384, height <= 16384,
               let sy = image.pointee.planes.0, let su = image.pointee.planes.1, let sv = image.pointee.planes.2 else { return nil }
         let strides = (image.pointee.stride.0, image.pointee.stride.1, image.pointee.stride.2)
-        let chromaWidth = Int32((width + 1) / 2)
+        let chromaWidth = Int32(I420Frame.chromaSide(width))
         return I420Frame(width: width, height: height, timestamp: timestamp) { dy, du, dv in
             _ = I420Copy(sy, strides.0, su, strides.1, sv, strides.2,
                          dy, Int32(width), du, chromaWidth, dv, chromaWidth, Int32(width), Int32(height))
