@@ -58,11 +58,13 @@ typedef struct {
 } cipher_head;
 
 /// Allocates a libsrtp cipher of `type` with a zeroed state of `state_size` bytes, which begins
-/// with a `cipher_head`: a new EVP context for `evp`.
+/// with a `cipher_head`: a new EVP context for the cipher in `slot` (one of `aes_ctr`, `aes_gcm`:
+/// read only once the algorithms are fetched, which the first allocation of a process does).
 static srtp_err_status_t cipher_alloc(srtp_cipher_t **cipher, size_t state_size, const srtp_cipher_type_t *type,
-                                      int key_len, const EVP_CIPHER *evp) {
+                                      int key_len, EVP_CIPHER *const *slot) {
     *cipher = NULL;
     if (!algorithms_ready()) return srtp_err_status_init_fail;
+    const EVP_CIPHER *evp = *slot;
     srtp_cipher_t *made = calloc(1, sizeof *made);
     cipher_head *state = calloc(1, state_size);
     EVP_CIPHER_CTX *context = EVP_CIPHER_CTX_new();
@@ -114,7 +116,7 @@ static srtp_err_status_t icm_alloc(srtp_cipher_t **cipher, int key_len, int tag_
     case SRTP_AES_ICM_256_KEY_LEN_WSALT: type = &aes_icm_256; index = 2; break;
     default: *cipher = NULL; return srtp_err_status_bad_param;
     }
-    return cipher_alloc(cipher, sizeof(icm_state), type, key_len, aes_ctr[index]);
+    return cipher_alloc(cipher, sizeof(icm_state), type, key_len, &aes_ctr[index]);
 }
 
 static srtp_err_status_t icm_dealloc(srtp_cipher_t *cipher) { return cipher_dealloc(cipher, sizeof(icm_state)); }
@@ -170,7 +172,7 @@ static srtp_err_status_t gcm_alloc(srtp_cipher_t **cipher, int key_len, int tag_
         *cipher = NULL;
         return srtp_err_status_bad_param;
     }
-    srtp_err_status_t status = cipher_alloc(cipher, sizeof(gcm_state), type, key_len, aes_gcm[index]);
+    srtp_err_status_t status = cipher_alloc(cipher, sizeof(gcm_state), type, key_len, &aes_gcm[index]);
     if (status != srtp_err_status_ok) return status;
     gcm_state *state = (*cipher)->state;
     state->tag_len = tag_len;
