@@ -35,6 +35,8 @@ let package = Package(
         // libsrtp2's AES-CM, AES-GCM and HMAC-SHA1 on OpenSSL's EVP, installed into libsrtp's crypto
         // kernel in place of its own (Debian's libsrtp2 does them on NSS, at a high per-packet cost).
         .target(name: "CSRTPCrypto", dependencies: ["CSRTP", "COpenSSL"]),
+        // Per-block squared differences of two picture planes (the VP8 encoder's settled blocks).
+        .target(name: "CPictureDifference"),
 
         // Wire formats, pure Swift, sans-IO.
         .target(name: "Wire"),
@@ -46,7 +48,7 @@ let package = Package(
         .target(name: "Transport", dependencies: ["Wire", "RTP", "COpenSSL", "CSRTP", "CSRTPCrypto", "CZlib"]),
         // Codecs, frames, containers, text: thin owners of the media C libraries; VP8 over RTP in and out
         // (RTP is a pure wire-format layer beside SDP, below Media).
-        .target(name: "Media", dependencies: ["Wire", "RTP", "CVPX", "COpus", "CYUV", "CAVFormat", "CFreeType"]),
+        .target(name: "Media", dependencies: ["Wire", "RTP", "CVPX", "COpus", "CYUV", "CAVFormat", "CFreeType", "CPictureDifference"]),
         // Tracks, compositors, layout templates, recording: the seed's public API.
         .target(name: "Compositing", dependencies: ["Wire", "Media"]),
         // The room as sans-IO engines: participants' receive and send halves, the per-guest mixer,

@@ -23,6 +23,10 @@ static inline vpx_codec_err_t tessera_vpx_control_int(vpx_codec_ctx_t *ctx, int 
 static inline vpx_codec_err_t tessera_vpx_control_int_pointer(vpx_codec_ctx_t *ctx, int id, int *value) {
     return vpx_codec_control_(ctx, id, value);
 }
+/// vpx_codec_control(VP8E_SET_ACTIVEMAP): blocks marked 0 are coded as skipped (NULL map: all active).
+static inline vpx_codec_err_t tessera_vpx_set_active_map(vpx_codec_ctx_t *ctx, vpx_active_map_t *map) {
+    return vpx_codec_control_(ctx, VP8E_SET_ACTIVEMAP, map);
+}
 /// Macros whose values Swift would otherwise have to spell out.
 static const unsigned long tessera_vpx_deadline_realtime = VPX_DL_REALTIME;
 static const vpx_enc_frame_flags_t tessera_vpx_eflag_force_kf = VPX_EFLAG_FORCE_KF;

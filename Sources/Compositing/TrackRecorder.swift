@@ -226,7 +226,7 @@ private final class FileRecording {
             do {
                 videoEncoder = try VP8Encoder(VP8Encoder.Configuration(width: configuration.width, height: configuration.height,
                                                                        framesPerSecond: configuration.framesPerSecond,
-                                                                       bitrate: configuration.videoBitrate))
+                                                                       bitrate: configuration.videoBitrate, skipsSettledBlocks: true))
             } catch { throw .video(error) }
         } else {
             videoEncoder = nil

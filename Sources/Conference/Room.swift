@@ -779,7 +779,8 @@ public final class Room {
         for encoding in [main] + [CompositeEncoding.Kind.low, .small].compactMap({ scaled[$0] }) {
             let size = encoding.size ?? compositor.canvasSize
             let configuration = VP8Encoder.Configuration(width: size.width, height: size.height, framesPerSecond: compositor.fps,
-                                                         bitrate: encoding.bitrate, cpuUsed: encoderSpeed.cpuUsed, profile: encoderSpeed.profile)
+                                                         bitrate: encoding.bitrate, cpuUsed: encoderSpeed.cpuUsed, profile: encoderSpeed.profile,
+                                                         skipsSettledBlocks: true)
             if encoding.kind == .main { mainRunning = true }
             emit(.encode(CompositeEncodeRequest(kind: encoding.kind, generation: encoding.generation, picture: picture,
                                                 keyFrame: encoding.keyFrameDue(now: deadline), configuration: configuration,

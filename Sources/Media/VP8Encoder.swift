@@ -104,10 +104,17 @@ public final class VP8Encoder {
         /// and six-tap prediction; 1 to 3 trade quality for cheaper coding (a simple loop filter,
         /// bilinear prediction, and at 3 full-pixel chroma vectors). Every decoder takes all four.
         public var profile: Int
+        /// Codes as skipped, without a search, each macroblock that the last picture's
+        /// reconstruction already shows within one level in every sample (``SettledBlocks``).
+        /// For composites, most of whose blocks repeat (the background, bars, placeholders,
+        /// labels, still tiles, a shared screen); a camera's noise would leave nothing to skip,
+        /// so cameras (and `tessera load`'s, which stand for them) leave it off.
+        public var skipsSettledBlocks: Bool
 
         /// A configuration; the defaults are the host's compositor output.
         public init(width: Int, height: Int, framesPerSecond: Int = 30, bitrate: Int = 1_500_000, threads: Int = 1,
-                    cpuUsed: Int = -6, keyFrameInterval: Int = 3000, staticThreshold: Int = 1, profile: Int = 0) {
+                    cpuUsed: Int = -6, keyFrameInterval: Int = 3000, staticThreshold: Int = 1, profile: Int = 0,
+                    skipsSettledBlocks: Bool = false) {
             self.width = width
             self.height = height
             self.framesPerSecond = framesPerSecond
@@ -117,6 +124,7 @@ public final class VP8Encoder {
             self.keyFrameInterval = keyFrameInterval
             self.staticThreshold = staticThreshold
             self.profile = profile
+            self.skipsSettledBlocks = skipsSettledBlocks
         }
 
         func validate() throws(VP8CodecError) {
@@ -148,6 +156,15 @@ public final class VP8Encoder {
     /// The last presentation time given to libvpx, on the 90 kHz clock.
     private var lastPTS: Int64?
     private var firstCapture: Instant?
+    /// Pictures encoded since the encoder (re)started: the first has no reconstruction to compare.
+    private var framesSinceOpen = 0
+    private var settled = SettledBlocks()
+    /// Whether libvpx holds an active map now (one is set only while some block is settled).
+    private var activeMapSet = false
+    /// Macroblocks coded as skipped in the last picture because they were settled
+    /// (`Configuration.skipsSettledBlocks`), and the picture's macroblocks in all.
+    public private(set) var settledBlocks = 0
+    public var macroblocks: Int { ((configuration.width + 15) / 16) * ((configuration.height + 15) / 16) }
 
     /// Starts an encoder.
     public init(_ configuration: Configuration) throws(VP8CodecError) {
@@ -293,10 +310,12 @@ public final class VP8Encoder {
             image.stride.0 = Int32(width)
             image.stride.1 = Int32(chromaWidth)
             image.stride.2 = Int32(chromaWidth)
+            markSettledBlocks(source: (y, u, v), chromaWidth: chromaWidth, keyFrame: flags & tessera_vpx_eflag_force_kf != 0)
             return vpx_codec_encode(context, &image, pts, duration, flags, tessera_vpx_deadline_realtime)
         }
         guard status == VPX_CODEC_OK else { throw .encodeFailed(vpxErrorText(context, status)) }
         keyFrameRequested = false
+        framesSinceOpen += 1
 
         var output: [EncodedVideoFrame] = []
         var iterator: vpx_codec_iter_t?
@@ -310,6 +329,41 @@ public final class VP8Encoder {
                                             width: width, height: height))
         }
         return output
+    }
+
+    /// Compares the picture about to be coded (`source` planes, packed) with the reconstruction of
+    /// the last one and hands libvpx the map of the blocks to code; takes the map away when no
+    /// block is settled (or on a key frame, which codes every block anyway).
+    private func markSettledBlocks(source: (UnsafePointer<UInt8>, UnsafePointer<UInt8>, UnsafePointer<UInt8>), chromaWidth: Int,
+                                   keyFrame: Bool) {
+        let (width, height) = (configuration.width, configuration.height)
+        var count = 0
+        if configuration.skipsSettledBlocks, !keyFrame, framesSinceOpen > 0, let preview = vpx_codec_get_preview_frame(context),
+           preview.pointee.d_w == UInt32(width), preview.pointee.d_h == UInt32(height),
+           let ry = preview.pointee.planes.0, let ru = preview.pointee.planes.1, let rv = preview.pointee.planes.2 {
+            let strides = preview.pointee.stride
+            count = settled.update(
+                width: width, height: height,
+                source: (.init(base: source.0, stride: width), .init(base: source.1, stride: chromaWidth),
+                         .init(base: source.2, stride: chromaWidth)),
+                reconstruction: (.init(base: ry, stride: Int(strides.0)), .init(base: ru, stride: Int(strides.1)),
+                                 .init(base: rv, stride: Int(strides.2))))
+        }
+        settledBlocks = count
+        guard count > 0 || activeMapSet else { return }
+        let (rows, columns) = (UInt32(settled.rows), UInt32(settled.columns))
+        let status = count > 0
+            ? settled.withActiveMap { map in
+                var activeMap = vpx_active_map_t(active_map: map, rows: rows, cols: columns)
+                return tessera_vpx_set_active_map(context, &activeMap)
+            }
+            : {
+                var noMap = vpx_active_map_t(active_map: nil, rows: rows, cols: columns)
+                return tessera_vpx_set_active_map(context, &noMap)
+            }()
+        // A refused map leaves libvpx coding every block, which is only slower.
+        activeMapSet = count > 0 && status == VPX_CODEC_OK
+        if status != VPX_CODEC_OK { settledBlocks = 0 }
     }
 
     /// The 90 kHz time of a picture: its capture time since the first picture when that moves
@@ -341,6 +395,8 @@ public final class VP8Encoder {
             isOpen = false
         }
         configuration = next
+        framesSinceOpen = 0
+        activeMapSet = false
         context.initialize(to: vpx_codec_ctx_t())
         try open()
     }

@@ -17,7 +17,7 @@ var benchmarks: [(name: String, run: () throws -> [Measurement])] {
     one("mixminus-10", benchMixMinus10), one("mixminus-100", benchMixMinus100), one("mixminus-1000", benchMixMinus1000),
     one("vp8-encode-360p", benchVP8Encode360p), one("vp8-encode-720p", benchVP8Encode720p),
     one("vp8-decode-360p", benchVP8Decode360p), one("vp8-decode-720p", benchVP8Decode720p), one("vp8-cpu-used", benchVP8CpuUsed),
-    ("vp8-composite-speed", benchVP8CompositeSpeed),
+    ("vp8-composite-speed", benchVP8CompositeSpeed), ("vp8-settled", benchVP8Settled),
     one("opus-encode-10", benchOpusEncode10), one("opus-encode-5", benchOpusEncode5), one("opus-decode", benchOpusDecode),
     one("room-audio-500", benchRoomAudio500),
     ]

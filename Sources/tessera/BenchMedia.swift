@@ -148,13 +148,7 @@ func lumaPSNR(width: Int, height: Int, bitrate: Int, cpuUsed: Int, profile: Int 
         picture.timestamp = .milliseconds(UInt64(index) * 33)
         for frame in try encoder.encode(picture) {
             guard let decoded = try decoder.decode(frame.data), index >= 30 else { continue }
-            var squared = 0
-            for offset in 0..<(width * height) {
-                let difference = Int(decoded.data[offset]) - Int(picture.data[offset])
-                squared += difference * difference
-            }
-            let mse = max(Double(squared) / Double(width * height), 1e-3)
-            total += 10 * log10(255 * 255 / mse)
+            total += lumaPSNR(decoded, picture)
             counted += 1
         }
     }
@@ -223,4 +217,85 @@ func benchOpusDecode() throws -> Measurement {
     }
     let median = result.rounds.sorted()[result.rounds.count / 2]
     return Measurement(what: result.what + String(format: ": %.3f ms", 1000 / median), unit: result.unit, rounds: result.rounds)
+}
+
+/// A shared screen: a still page of dark text-like strokes on white, and a pointer moving over it.
+func benchSlidePictures(count: Int = 60) -> [I420Frame] {
+    var generator = SystemRandomNumberGenerator()
+    var page = I420Frame(width: 1280, height: 720, color: YUVColor(red: 250, green: 250, blue: 250))
+    for line in 0..<18 {
+        var x = 96
+        while x < 1160 {
+            let word = Int.random(in: 24...120, using: &generator)
+            for stroke in stride(from: x, to: min(x + word, 1180), by: 6) where Bool.random(using: &generator) {
+                page.fill(PixelRect(x: stroke, y: 80 + line * 34, width: 3, height: 18), with: YUVColor(red: 30, green: 30, blue: 40))
+            }
+            x += word + 14
+        }
+    }
+    return (0..<count).map { index in
+        var picture = page
+        picture.fill(PixelRect(x: 200 + (index * 12) % 800, y: 300 + (index * 4) % 200, width: 16, height: 24), with: .black)
+        picture.timestamp = .milliseconds(UInt64(index) * 33)
+        return picture
+    }
+}
+
+/// The composite encoder with and without settled blocks (`skipsSettledBlocks`) at 1280x720
+/// 1.5 Mbit/s, on a load room's composite (flat tiles, moving squares), a shared screen (a still
+/// page, a moving pointer) and a camera-like panning texture (nothing settles: what the
+/// comparison costs): ms a frame, bytes, the share of blocks settled and the luma PSNR.
+func benchVP8Settled() throws -> [Measurement] {
+    var results: [Measurement] = []
+    for (content, pictures) in [("composite", benchCompositePictures()), ("screen", benchSlidePictures()),
+                                ("camera", benchPictures(width: 1280, height: 720))] {
+        for skips in [false, true] {
+            let configuration = VP8Encoder.Configuration(width: 1280, height: 720, framesPerSecond: 30, bitrate: 1_500_000,
+                                                         skipsSettledBlocks: skips)
+            let encoder = try VP8Encoder(configuration)
+            for picture in pictures.prefix(30) { _ = try encoder.encode(picture) }
+            var index = 0, bytes = 0, frames = 0, settled = 0
+            let result = try measure("\(content) 720p \(skips ? "skipping settled" : "coding every block")", unit: " frame/s",
+                                     roundTime: .milliseconds(400)) {
+                var picture = pictures[index % pictures.count]
+                picture.timestamp = .milliseconds(UInt64(index + 30) * 33)
+                index += 1
+                for frame in try encoder.encode(picture) {
+                    bytes += frame.data.count
+                    frames += 1
+                }
+                settled += encoder.settledBlocks
+            }
+            // Quality on a fresh encoder: the mean luma PSNR of 90 frames after the first 30.
+            let quality = try VP8Encoder(configuration), decoder = try VP8Decoder()
+            var total = 0.0, counted = 0
+            for index in 0..<120 {
+                var picture = pictures[index % pictures.count]
+                picture.timestamp = .milliseconds(UInt64(index) * 33)
+                for frame in try quality.encode(picture) {
+                    guard let decoded = try decoder.decode(frame.data), index >= 30 else { continue }
+                    total += lumaPSNR(decoded, picture)
+                    counted += 1
+                }
+            }
+            let median = result.rounds.sorted()[result.rounds.count / 2]
+            let share = Double(settled) / Double(max(1, index) * encoder.macroblocks)
+            results.append(Measurement(what: String(format: "%@ %@: %.2f ms %.0f B %.0f%% settled %.1f dB", content,
+                                                    skips ? "skipping" : "all coded", 1000 / median,
+                                                    Double(bytes) / Double(max(1, frames)), share * 100, total / Double(max(1, counted))),
+                                       unit: result.unit, rounds: result.rounds))
+        }
+    }
+    return results
+}
+
+/// Luma PSNR of `decoded` against `source` in dB (capped at 99 for identical pictures).
+func lumaPSNR(_ decoded: I420Frame, _ source: I420Frame) -> Double {
+    var squared = 0
+    for offset in 0..<min(decoded.lumaSize, source.lumaSize) {
+        let difference = Int(decoded.data[offset]) - Int(source.data[offset])
+        squared += difference * difference
+    }
+    guard squared > 0 else { return 99 }
+    return 10 * log10(255 * 255 * Double(source.lumaSize) / Double(squared))
 }

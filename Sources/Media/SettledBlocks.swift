@@ -1,0 +1,62 @@
+private import CPictureDifference
+
+/// Which 16x16 macroblocks of the next picture the encoder's last reconstruction already shows
+/// as they are, for libvpx's *active map* (`VP8E_SET_ACTIVEMAP`): an inactive block is coded as
+/// skipped (the last picture's block again, no residual) without a mode search.
+///
+/// A block is settled when every sample of it, in each plane, is within ``tolerance`` of the
+/// reconstruction's. Comparing with the *reconstruction*, not with the previous picture, is what
+/// keeps the quality: a still block that was coded coarsely (after a key frame, or while the rate
+/// was low) stays active and goes on being refined until it is shown that well, and only then is
+/// skipped. (Skipping blocks whose picture had not changed froze a still texture at its first
+/// coarse coding: 34 dB where coding every block reached 47.) A composite is mostly blocks that
+/// settle: the background, letterbox bars, placeholders, labels, a shared screen, a camera that
+/// sends fewer pictures than the canvas; a camera's own noise keeps its tile active.
+struct SettledBlocks {
+    /// The largest difference of any sample from the reconstruction's in a settled block.
+    static let tolerance: UInt8 = 1
+
+    /// libvpx's map, one byte per macroblock in rows: 1 to code, 0 settled.
+    private(set) var activeMap: [UInt8] = []
+    private(set) var rows = 0
+    private(set) var columns = 0
+
+    /// One plane of 8-bit samples.
+    struct Plane {
+        var base: UnsafePointer<UInt8>
+        var stride: Int
+    }
+
+    /// Compares a `width` x `height` picture's planes (`source`: Y, U, V) with the last
+    /// reconstruction's and fills ``activeMap``. Returns the number of settled blocks.
+    mutating func update(width: Int, height: Int, source: (Plane, Plane, Plane), reconstruction: (Plane, Plane, Plane)) -> Int {
+        let columns = (width + 15) / 16, rows = (height + 15) / 16
+        if columns != self.columns || rows != self.rows {
+            (self.columns, self.rows) = (columns, rows)
+            activeMap = Array(repeating: 1, count: columns * rows)
+        }
+        let chroma = (width: (width + 1) / 2, height: (height + 1) / 2)
+        let planes = [(source.0, reconstruction.0, width, height, 16), (source.1, reconstruction.1, chroma.width, chroma.height, 8),
+                      (source.2, reconstruction.2, chroma.width, chroma.height, 8)]
+        return activeMap.withUnsafeMutableBufferPointer { map in
+            guard let entries = map.baseAddress else { return 0 }
+            // Marked settled (1) first, each plane clearing the blocks it finds out of tolerance.
+            entries.update(repeating: 1, count: map.count)
+            for (picture, shown, planeWidth, planeHeight, side) in planes {
+                tessera_blocks_within(picture.base, picture.stride, shown.base, shown.stride, Int32(planeWidth), Int32(planeHeight),
+                                      Int32(side), Int32(columns), Self.tolerance, entries)
+            }
+            var settled = 0
+            for index in map.indices {
+                settled &+= Int(map[index])
+                map[index] ^= 1  // libvpx's sense: 1 codes the block
+            }
+            return settled
+        }
+    }
+
+    /// Lends libvpx the map (it copies it during the call); nil before the first ``update``.
+    mutating func withActiveMap<Result>(_ body: (UnsafeMutablePointer<UInt8>?) -> Result) -> Result {
+        activeMap.withUnsafeMutableBufferPointer { body($0.baseAddress) }
+    }
+}

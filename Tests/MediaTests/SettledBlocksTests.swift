@@ -1,0 +1,156 @@
+import Foundation
+@testable import Media
+import Testing
+import Wire
+import WireTesting
+
+/// The composite encoder's settled blocks: macroblocks its last reconstruction already shows
+/// within one level are coded as skipped (`VP8Encoder.Configuration.skipsSettledBlocks`).
+@Suite struct SettledBlocksTests {
+    /// Luma PSNR of `decoded` against `source`, in dB (99 when identical).
+    func lumaPSNR(_ decoded: I420Frame, _ source: I420Frame) -> Double {
+        var squared = 0
+        for offset in 0..<source.lumaSize {
+            let difference = Int(decoded.data[offset]) - Int(source.data[offset])
+            squared += difference * difference
+        }
+        guard squared > 0 else { return 99 }
+        return 10 * log10(255 * 255 * Double(source.lumaSize) / Double(squared))
+    }
+
+    /// Encodes `pictures` in turn with and without settled blocks and decodes both; returns the
+    /// last decoded picture of each and the settled-block count of the last frame.
+    func encodeBoth(_ pictures: [I420Frame], bitrate: Int) throws -> (skipping: I420Frame, coding: I420Frame, settled: Int, blocks: Int) {
+        let first = try #require(pictures.first)
+        var results: [I420Frame] = []
+        var settled = 0, blocks = 0
+        for skips in [true, false] {
+            let encoder = try VP8Encoder(.init(width: first.width, height: first.height, bitrate: bitrate, skipsSettledBlocks: skips))
+            let decoder = try VP8Decoder()
+            var last: I420Frame?
+            for picture in pictures {
+                for frame in try encoder.encode(picture) { last = try decoder.decode(frame.data) ?? last }
+            }
+            if skips { (settled, blocks) = (encoder.settledBlocks, encoder.macroblocks) }
+            results.append(try #require(last))
+        }
+        return (results[0], results[1], settled, blocks)
+    }
+
+    @Test func aStillBackgroundIsSkippedAndAMovingBarStillDrawnWhereItIs() throws {
+        let background = YUVColor(red: 40, green: 120, blue: 200), bar = YUVColor(red: 250, green: 200, blue: 20)
+        let pictures = (0..<40).map { index in
+            var frame = I420Frame(width: 640, height: 360, color: background, timestamp: .milliseconds(UInt64(index) * 33))
+            frame.fill(PixelRect(x: (index * 8) % 600, y: 100, width: 32, height: 48), with: bar)
+            return frame
+        }
+        let (skipping, coding, settled, blocks) = try encodeBoth(pictures, bitrate: 600_000)
+        // All but the blocks the bar covers or just left: 920 of 920 less about a dozen.
+        #expect(settled > blocks * 9 / 10, "\(settled) of \(blocks) blocks settled")
+        // Frame 39's bar spans x 312...344; frame 38's was at 304...336.
+        #expect(skipping.pixel(x: 328, y: 124).isClose(to: bar), "bar is \(skipping.pixel(x: 328, y: 124))")
+        #expect(skipping.pixel(x: 306, y: 124).isClose(to: background), "where the bar was: \(skipping.pixel(x: 306, y: 124))")
+        #expect(skipping.pixel(x: 20, y: 300).isClose(to: background))
+        // A settled block is within one level everywhere (48 dB at worst); coding every block
+        // makes this flat picture exact, which no viewer tells from 48 dB.
+        let last = try #require(pictures.last)
+        #expect(lumaPSNR(skipping, last) >= min(lumaPSNR(coding, last) - 0.5, 48),
+                "skipping \(lumaPSNR(skipping, last)) dB, coding every block \(lumaPSNR(coding, last)) dB")
+    }
+
+    @Test func aStillTextureIsRefinedBeforeItIsSkipped() throws {
+        // A still picture of seeded noise, at a rate that cannot code it well at once: CBR refines
+        // it over many frames, and a block skipped before it is shown within a level would stay
+        // as coarse as it was.
+        var generator = SeededGenerator(seed: 11)
+        let (width, height) = (320, 180)
+        let chroma = ((width + 1) / 2) * ((height + 1) / 2)
+        let bytes = (0..<(width * height + 2 * chroma)).map { _ in UInt8(truncatingIfNeeded: generator.next() % 160 + 48) }
+        let still = try #require(I420Frame(width: width, height: height, packed: bytes))
+        let pictures = (0..<90).map { index in
+            var picture = still
+            picture.timestamp = .milliseconds(UInt64(index) * 33)
+            return picture
+        }
+        let (skipping, coding, _, _) = try encodeBoth(pictures, bitrate: 400_000)
+        #expect(lumaPSNR(skipping, still) >= lumaPSNR(coding, still) - 0.5,
+                "skipping \(lumaPSNR(skipping, still)) dB, coding every block \(lumaPSNR(coding, still)) dB")
+    }
+
+    @Test func aPanningTextureSettlesNothing() throws {
+        var generator = SeededGenerator(seed: 5)
+        let field = (0..<(400 * 240 * 3 / 2)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        let source = try #require(I420Frame(width: 400, height: 240, packed: field))
+        let pictures = (0..<20).map { index in
+            var picture = source.cropped(to: PixelRect(x: (index * 2) % 64, y: index % 48, width: 320, height: 180))
+            picture.timestamp = .milliseconds(UInt64(index) * 33)
+            return picture
+        }
+        let (_, _, settled, blocks) = try encodeBoth(pictures, bitrate: 600_000)
+        #expect(settled <= blocks / 50, "\(settled) of \(blocks) blocks settled on moving noise")
+    }
+
+    /// The C comparison against a plain one, on planes of every awkward size: partial blocks on
+    /// both edges, strides wider than the plane, planes smaller than one block.
+    @Test func theSettledMapMatchesAPlainComparisonOnAnySize() throws {
+        var generator = SeededGenerator(seed: 3)
+        for (width, height) in [(1, 1), (2, 2), (15, 17), (16, 16), (17, 9), (33, 31), (64, 48), (90, 50), (161, 95)] {
+            let chroma = (width: (width + 1) / 2, height: (height + 1) / 2)
+            let sizes = [(width, height), (chroma.width, chroma.height), (chroma.width, chroma.height)]
+            // Each plane with a stride 7 samples wider than itself.
+            var pictures: [[UInt8]] = [], shown: [[UInt8]] = []
+            for (planeWidth, planeHeight) in sizes {
+                let stride = planeWidth + 7
+                let picture = (0..<(stride * planeHeight)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+                var copy = picture
+                // A few samples off by 1 (still settled) and a few off by 2 or more (not).
+                for _ in 0..<max(1, planeWidth * planeHeight / 40) {
+                    let index = Int(generator.next() % UInt64(copy.count))
+                    let delta = Int(generator.next() % 4)
+                    copy[index] = UInt8(clamping: Int(copy[index]) + (generator.next() % 2 == 0 ? delta : -delta))
+                }
+                pictures.append(picture)
+                shown.append(copy)
+            }
+            let columns = (width + 15) / 16, rows = (height + 15) / 16
+            var expected = [UInt8](repeating: 0, count: columns * rows)
+            for row in 0..<rows {
+                for column in 0..<columns {
+                    var within = true
+                    for (plane, (planeWidth, planeHeight)) in sizes.enumerated() {
+                        let side = plane == 0 ? 16 : 8, stride = planeWidth + 7
+                        for y in row * side..<min(planeHeight, (row + 1) * side) {
+                            for x in column * side..<min(planeWidth, (column + 1) * side)
+                            where abs(Int(pictures[plane][y * stride + x]) - Int(shown[plane][y * stride + x])) > 1 {
+                                within = false
+                            }
+                        }
+                    }
+                    expected[row * columns + column] = within ? 0 : 1
+                }
+            }
+            var settled = SettledBlocks()
+            let count = pictures[0].withUnsafeBufferPointer { y0 in
+                pictures[1].withUnsafeBufferPointer { u0 in
+                    pictures[2].withUnsafeBufferPointer { v0 in
+                        shown[0].withUnsafeBufferPointer { y1 in
+                            shown[1].withUnsafeBufferPointer { u1 in
+                                shown[2].withUnsafeBufferPointer { v1 in
+                                    settled.update(width: width, height: height,
+                                                   source: (.init(base: y0.baseAddress!, stride: width + 7),
+                                                            .init(base: u0.baseAddress!, stride: chroma.width + 7),
+                                                            .init(base: v0.baseAddress!, stride: chroma.width + 7)),
+                                                   reconstruction: (.init(base: y1.baseAddress!, stride: width + 7),
+                                                                    .init(base: u1.baseAddress!, stride: chroma.width + 7),
+                                                                    .init(base: v1.baseAddress!, stride: chroma.width + 7)))
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            #expect(settled.activeMap == expected, "\(width)x\(height)")
+            #expect(count == expected.count { $0 == 0 }, "\(width)x\(height)")
+        }
+    }
+}
