@@ -162,8 +162,9 @@ public final class VP8Encoder {
     /// Whether libvpx holds an active map now (one is set only while some block is settled).
     private var activeMapSet = false
     /// Macroblocks coded as skipped in the last picture because they were settled
-    /// (`Configuration.skipsSettledBlocks`), and the picture's macroblocks in all.
+    /// (`Configuration.skipsSettledBlocks`).
     public private(set) var settledBlocks = 0
+    /// Macroblocks (16x16) in a picture of the configured size.
     public var macroblocks: Int { ((configuration.width + 15) / 16) * ((configuration.height + 15) / 16) }
 
     /// Starts an encoder.

@@ -90,6 +90,22 @@ import WireTesting
         #expect(settled <= blocks / 50, "\(settled) of \(blocks) blocks settled on moving noise")
     }
 
+    @Test func aNewPictureSizeStartsAfreshAndStillSettles() throws {
+        let encoder = try VP8Encoder(.init(width: 320, height: 180, bitrate: 300_000, skipsSettledBlocks: true))
+        let decoder = try VP8Decoder()
+        let colour = YUVColor(red: 200, green: 60, blue: 90)
+        var last: I420Frame?
+        // A flat picture is refined for a few frames after each key frame (here 6 to 9), then settles.
+        for (index, size) in (Array(repeating: (320, 180), count: 15) + Array(repeating: (480, 270), count: 15)).enumerated() {
+            let picture = I420Frame(width: size.0, height: size.1, color: colour, timestamp: .milliseconds(UInt64(index) * 33))
+            for frame in try encoder.encode(picture) { last = try decoder.decode(frame.data) ?? last }
+        }
+        let decoded = try #require(last)
+        #expect(decoded.width == 480 && decoded.height == 270)
+        #expect(decoded.pixel(x: 470, y: 260).isClose(to: colour))
+        #expect(encoder.settledBlocks == encoder.macroblocks, "\(encoder.settledBlocks) of \(encoder.macroblocks)")
+    }
+
     /// The C comparison against a plain one, on planes of every awkward size: partial blocks on
     /// both edges, strides wider than the plane, planes smaller than one block.
     @Test func theSettledMapMatchesAPlainComparisonOnAnySize() throws {
