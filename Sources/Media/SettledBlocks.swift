@@ -35,17 +35,18 @@ struct SettledBlocks {
             (self.columns, self.rows) = (columns, rows)
             activeMap = Array(repeating: 1, count: columns * rows)
         }
-        let chroma = (width: (width + 1) / 2, height: (height + 1) / 2)
-        let planes = [(source.0, reconstruction.0, width, height, 16), (source.1, reconstruction.1, chroma.width, chroma.height, 8),
-                      (source.2, reconstruction.2, chroma.width, chroma.height, 8)]
+        let chroma = (width: I420Frame.chromaSide(width), height: I420Frame.chromaSide(height))
         return activeMap.withUnsafeMutableBufferPointer { map in
             guard let entries = map.baseAddress else { return 0 }
             // Marked settled (1) first, each plane clearing the blocks it finds out of tolerance.
             entries.update(repeating: 1, count: map.count)
-            for (picture, shown, planeWidth, planeHeight, side) in planes {
-                tessera_blocks_within(picture.base, picture.stride, shown.base, shown.stride, Int32(planeWidth), Int32(planeHeight),
-                                      Int32(side), Int32(columns), Self.tolerance, entries)
+            func compare(_ picture: Plane, _ shown: Plane, width: Int, height: Int, side: Int32) {
+                tessera_blocks_within(picture.base, picture.stride, shown.base, shown.stride, Int32(width), Int32(height), side,
+                                      Int32(columns), Self.tolerance, entries)
             }
+            compare(source.0, reconstruction.0, width: width, height: height, side: 16)
+            compare(source.1, reconstruction.1, width: chroma.width, height: chroma.height, side: 8)
+            compare(source.2, reconstruction.2, width: chroma.width, height: chroma.height, side: 8)
             var settled = 0
             for index in map.indices {
                 settled &+= Int(map[index])
