@@ -11,15 +11,19 @@ private import CPictureDifference
 /// skipped. (Skipping blocks whose picture had not changed froze a still texture at its first
 /// coarse coding: 34 dB where coding every block reached 47.) A composite is mostly blocks that
 /// settle: the background, letterbox bars, placeholders, labels, a shared screen, a camera that
-/// sends fewer pictures than the canvas; a camera's own noise keeps its tile active.
+/// sends fewer pictures than the canvas; a camera's own noise keeps its tile active, and after a
+/// picture in which almost nothing settled (cameras fill the canvas) the next few are not compared.
 struct SettledBlocks {
     /// The largest difference of any sample from the reconstruction's in a settled block.
     static let tolerance: UInt8 = 1
+    /// Pictures not compared after one in which fewer than 1 block in 50 settled.
+    static let quietPictures = 7
 
     /// libvpx's map, one byte per macroblock in rows: 1 to code, 0 settled.
     private(set) var activeMap: [UInt8] = []
     private(set) var rows = 0
     private(set) var columns = 0
+    private var picturesToSkip = 0
 
     /// One plane of 8-bit samples.
     struct Plane {
@@ -28,15 +32,21 @@ struct SettledBlocks {
     }
 
     /// Compares a `width` x `height` picture's planes (`source`: Y, U, V) with the last
-    /// reconstruction's and fills ``activeMap``. Returns the number of settled blocks.
+    /// reconstruction's and fills ``activeMap``. Returns the number of settled blocks (0, and the
+    /// map left as it was, for a picture not compared).
     mutating func update(width: Int, height: Int, source: (Plane, Plane, Plane), reconstruction: (Plane, Plane, Plane)) -> Int {
         let columns = (width + 15) / 16, rows = (height + 15) / 16
         if columns != self.columns || rows != self.rows {
             (self.columns, self.rows) = (columns, rows)
             activeMap = Array(repeating: 1, count: columns * rows)
+            picturesToSkip = 0
+        }
+        guard picturesToSkip == 0 else {
+            picturesToSkip -= 1
+            return 0
         }
         let chroma = (width: I420Frame.chromaSide(width), height: I420Frame.chromaSide(height))
-        return activeMap.withUnsafeMutableBufferPointer { map in
+        let settled = activeMap.withUnsafeMutableBufferPointer { map in
             guard let entries = map.baseAddress else { return 0 }
             // Marked settled (1) first, each plane clearing the blocks it finds out of tolerance.
             entries.update(repeating: 1, count: map.count)
@@ -54,6 +64,8 @@ struct SettledBlocks {
             }
             return settled
         }
+        if settled < max(1, activeMap.count / 50) { picturesToSkip = Self.quietPictures }
+        return settled
     }
 
     /// Lends libvpx the map (it copies it during the call); nil before the first ``update``.

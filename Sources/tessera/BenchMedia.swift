@@ -27,13 +27,21 @@ func benchPictures(width: Int, height: Int, count: Int = 60) -> [I420Frame] {
 /// Encodes pictures in a loop; the text reports ms and bytes a frame.
 func benchVP8Encode(width: Int, height: Int, bitrate: Int, cpuUsed: Int = -6, threads: Int = 1,
                     roundTime: Duration = .milliseconds(600)) throws -> (Measurement, msPerFrame: Double, bytesPerFrame: Double) {
-    let pictures = benchPictures(width: width, height: height)
-    let encoder = try VP8Encoder(.init(width: width, height: height, framesPerSecond: 30, bitrate: bitrate, threads: threads, cpuUsed: cpuUsed))
-    var index = 0, bytes = 0, frames = 0
-    // Settle the rate control first: a second of frames.
+    let run = try benchVP8Encode(benchPictures(width: width, height: height),
+                                 .init(width: width, height: height, framesPerSecond: 30, bitrate: bitrate, threads: threads, cpuUsed: cpuUsed),
+                                 what: "VP8 enc \(width)x\(height) \(bitrate / 1000)k cpu \(cpuUsed)", roundTime: roundTime)
+    return (run.0, run.msPerFrame, run.bytesPerFrame)
+}
+
+/// Encodes `pictures` (repeated) with a new encoder of `configuration`, after a second of them to
+/// settle the rate control: the median ms and the bytes a frame, and the share of macroblocks
+/// skipped as settled.
+func benchVP8Encode(_ pictures: [I420Frame], _ configuration: VP8Encoder.Configuration, what: String,
+                    roundTime: Duration) throws -> (Measurement, msPerFrame: Double, bytesPerFrame: Double, settledShare: Double) {
+    let encoder = try VP8Encoder(configuration)
+    var index = 0, bytes = 0, frames = 0, settled = 0
     for picture in pictures.prefix(30) { _ = try encoder.encode(picture) }
-    let result = try measure("VP8 enc \(width)x\(height) \(bitrate / 1000)k cpu \(cpuUsed)", unit: " frame/s",
-                             roundTime: roundTime) {
+    let result = try measure(what, unit: " frame/s", roundTime: roundTime) {
         var picture = pictures[index % pictures.count]
         picture.timestamp = .milliseconds(UInt64(index + 30) * 33)
         index += 1
@@ -41,9 +49,10 @@ func benchVP8Encode(width: Int, height: Int, bitrate: Int, cpuUsed: Int = -6, th
             bytes += frame.data.count
             frames += 1
         }
+        settled += encoder.settledBlocks
     }
     let median = result.rounds.sorted()[result.rounds.count / 2]
-    return (result, 1000 / median, Double(bytes) / Double(max(1, frames)))
+    return (result, 1000 / median, Double(bytes) / Double(max(1, frames)), Double(settled) / Double(max(1, index) * encoder.macroblocks))
 }
 
 func describe(_ result: (Measurement, msPerFrame: Double, bytesPerFrame: Double)) -> Measurement {
@@ -225,9 +234,10 @@ func benchOpusDecode() throws -> Measurement {
     return Measurement(what: result.what + String(format: ": %.3f ms", 1000 / median), unit: result.unit, rounds: result.rounds)
 }
 
-/// A shared screen: a still page of dark text-like strokes on white, and a pointer moving over it.
+/// A shared screen: a still page of dark text-like strokes on white (the same page every run),
+/// and a pointer moving over it.
 func benchSlidePictures(count: Int = 60) -> [I420Frame] {
-    var generator = SystemRandomNumberGenerator()
+    var generator = SplitMix64(seed: 2026)
     var page = I420Frame(width: 1280, height: 720, color: YUVColor(red: 250, green: 250, blue: 250))
     for line in 0..<18 {
         var x = 96
@@ -258,27 +268,12 @@ func benchVP8Settled() throws -> [Measurement] {
         for skips in [false, true] {
             let configuration = VP8Encoder.Configuration(width: 1280, height: 720, framesPerSecond: 30, bitrate: 1_500_000,
                                                          skipsSettledBlocks: skips)
-            let encoder = try VP8Encoder(configuration)
-            for picture in pictures.prefix(30) { _ = try encoder.encode(picture) }
-            var index = 0, bytes = 0, frames = 0, settled = 0
-            let result = try measure("\(content) \(skips ? "skipping" : "all coded")", unit: " frame/s",
-                                     roundTime: .milliseconds(400)) {
-                var picture = pictures[index % pictures.count]
-                picture.timestamp = .milliseconds(UInt64(index + 30) * 33)
-                index += 1
-                for frame in try encoder.encode(picture) {
-                    bytes += frame.data.count
-                    frames += 1
-                }
-                settled += encoder.settledBlocks
-            }
+            let run = try benchVP8Encode(pictures, configuration, what: "\(content) \(skips ? "skipping" : "all coded")",
+                                         roundTime: .milliseconds(400))
             let psnr = try meanLumaPSNR(pictures, configuration)
-            let median = result.rounds.sorted()[result.rounds.count / 2]
-            let share = Double(settled) / Double(max(1, index) * encoder.macroblocks)
-            results.append(Measurement(what: String(format: "%@ %@: %.2f ms %.0f B %.0f%% settled %.1f dB", content,
-                                                    skips ? "skipping" : "all coded", 1000 / median,
-                                                    Double(bytes) / Double(max(1, frames)), share * 100, psnr),
-                                       unit: result.unit, rounds: result.rounds))
+            results.append(Measurement(what: run.0.what + String(format: ": %.2f ms %.0f B %.0f%% settled %.1f dB",
+                                                                 run.msPerFrame, run.bytesPerFrame, run.settledShare * 100, psnr),
+                                       unit: run.0.unit, rounds: run.0.rounds))
         }
     }
     return results

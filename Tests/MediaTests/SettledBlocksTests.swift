@@ -106,6 +106,30 @@ import WireTesting
         #expect(encoder.settledBlocks == encoder.macroblocks, "\(encoder.settledBlocks) of \(encoder.macroblocks)")
     }
 
+    @Test func aCanvasThatTurnsStillSettlesAfterTheQuietPictures() throws {
+        // Moving noise first (nothing settles, so comparing pauses), then a still flat picture:
+        // within the pause and a few frames of refinement every block settles.
+        var generator = SeededGenerator(seed: 21)
+        let field = (0..<(400 * 240 * 3 / 2)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        let noise = try #require(I420Frame(width: 400, height: 240, packed: field))
+        let encoder = try VP8Encoder(.init(width: 320, height: 180, bitrate: 300_000, skipsSettledBlocks: true))
+        for index in 0..<10 {
+            var picture = noise.cropped(to: PixelRect(x: index * 3, y: index * 2, width: 320, height: 180))
+            picture.timestamp = .milliseconds(UInt64(index) * 33)
+            _ = try encoder.encode(picture)
+            #expect(encoder.settledBlocks == 0)
+        }
+        var settledAt: Int?
+        for index in 10..<40 {
+            _ = try encoder.encode(I420Frame(width: 320, height: 180, color: YUVColor(red: 90, green: 90, blue: 200),
+                                             timestamp: .milliseconds(UInt64(index) * 33)))
+            if settledAt == nil, encoder.settledBlocks == encoder.macroblocks { settledAt = index }
+        }
+        let at = try #require(settledAt, "the still picture never settled")
+        #expect(at < 10 + SettledBlocks.quietPictures + 12, "settled at picture \(at)")
+        #expect(encoder.settledBlocks == encoder.macroblocks)
+    }
+
     /// The C comparison against a plain one, on planes of every awkward size: partial blocks on
     /// both edges, strides wider than the plane, planes smaller than one block.
     @Test func theSettledMapMatchesAPlainComparisonOnAnySize() throws {
