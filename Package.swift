@@ -35,7 +35,7 @@ let package = Package(
         // libsrtp2's AES-CM, AES-GCM and HMAC-SHA1 on OpenSSL's EVP, installed into libsrtp's crypto
         // kernel in place of its own (Debian's libsrtp2 does them on NSS, at a high per-packet cost).
         .target(name: "CSRTPCrypto", dependencies: ["CSRTP", "COpenSSL"]),
-        // Per-block squared differences of two picture planes (the VP8 encoder's settled blocks).
+        // Which blocks of two picture planes match within a tolerance (the VP8 encoder's settled blocks).
         .target(name: "CPictureDifference"),
 
         // Wire formats, pure Swift, sans-IO.

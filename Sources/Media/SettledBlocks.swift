@@ -9,9 +9,10 @@ private import CPictureDifference
 /// keeps the quality: a still block that was coded coarsely (after a key frame, or while the rate
 /// was low) stays active and goes on being refined until it is shown that well, and only then is
 /// skipped. (Skipping blocks whose picture had not changed froze a still texture at its first
-/// coarse coding: 34 dB where coding every block reached 47.) A composite is mostly blocks that
-/// settle: the background, letterbox bars, placeholders, labels, a shared screen, a camera that
-/// sends fewer pictures than the canvas; a camera's own noise keeps its tile active, and after a
+/// coarse coding: 34 dB where coding every block reached 47.) What it saves is the blocks libvpx
+/// would search again in every picture without ever coding their last level away: flat areas and
+/// edges off by one (a composite's background, bars, placeholders, flat tiles); a block shown
+/// exactly libvpx skips cheaply by itself. A camera's noise keeps its tile active, and after a
 /// picture in which almost nothing settled (cameras fill the canvas) the next few are not compared.
 struct SettledBlocks {
     /// The largest difference of any sample from the reconstruction's in a settled block.
