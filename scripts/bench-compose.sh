@@ -8,6 +8,9 @@
 # in-band FEC, as the recording's), 3 runs each, medians: frames per second of wall time, and CPU
 # time (user + system) per composed frame, which counts GStreamer's extra threads too.
 #   scripts/bench-compose.sh [N...]     (default: 4 9 16)
+# BEFORE=<another tessera binary> (a copy of an earlier commit's release build) runs it too, in
+# turn with this build and GStreamer in every run, and adds its CPU a frame and this build's
+# share of it: a before/after that the machine's moods fall on alike. RUNS sets the runs (3).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 setup_test
@@ -45,10 +48,14 @@ PY
     inputs=()
     for i in $(seq 0 $((n - 1))); do inputs+=("$WORK/in$i.webm"); done
 
-    tessera_fps=() gst_fps=() shares=() tessera_cpu=() gst_cpu=()
+    tessera_fps=() gst_fps=() shares=() tessera_cpu=() gst_cpu=() before_cpu=()
     frames=$((SECONDS_OF_MEDIA * 30))
     TIMEFORMAT='%R %U %S'
-    for run in 1 2 3; do
+    for run in $(seq "${RUNS:-3}"); do
+        if [ -n "${BEFORE:-}" ]; then
+            { time "$BEFORE" compose --template "$WORK/grid$n.json" --out "$WORK/before$n.webm" "${inputs[@]}" > /dev/null; } 2> "$WORK/time"
+            before_cpu+=("$(awk -v f=$frames '{printf "%.2f", ($2 + $3) * 1000 / f}' "$WORK/time")")
+        fi
         { time $TESSERA compose --template "$WORK/grid$n.json" --out "$WORK/out$n.webm" "${inputs[@]}" > "$WORK/line"; } 2> "$WORK/time"
         line=$(cat "$WORK/line")
         tessera_fps+=("$(echo "$line" | sed -E 's/.*\(([0-9.]+) frames\/s.*/\1/')")
@@ -79,4 +86,9 @@ PY
     gc=$(printf '%s\n' "${gst_cpu[@]}" | median)
     printf 'compose %2d inputs: tessera %6.1f frames/s, %5.2f ms CPU/frame (codecs %s%% of its time) | gstreamer %6.1f frames/s, %5.2f ms CPU/frame | CPU ratio gst/tessera %.2f\n' \
         "$n" "$t" "$tc" "$s" "$g" "$gc" "$(python3 -c "print($gc / $tc)")"
+    if [ -n "${BEFORE:-}" ]; then
+        bc=$(printf '%s\n' "${before_cpu[@]}" | median)
+        printf '           before: %5.2f ms CPU/frame | this build / before %.3f | CPU ratio gst/before %.2f\n' \
+            "$bc" "$(python3 -c "print($tc / $bc)")" "$(python3 -c "print($gc / $bc)")"
+    fi
 done
