@@ -106,9 +106,9 @@ public final class VP8Encoder {
         public var profile: Int
         /// Codes as skipped, without a search, each macroblock that the last picture's
         /// reconstruction already shows within one level in every sample (``SettledBlocks``).
-        /// For composites, most of whose blocks repeat (the background, bars, placeholders,
-        /// labels, still tiles, a shared screen); a camera's noise would leave nothing to skip,
-        /// so cameras (and `tessera load`'s, which stand for them) leave it off.
+        /// For composites, whose flat areas (the background, bars, placeholders, flat tiles)
+        /// libvpx otherwise searches again in every picture; a camera's noise would leave nothing
+        /// to skip, so cameras (and `tessera load`'s, which stand for them) leave it off.
         public var skipsSettledBlocks: Bool
 
         /// A configuration; the defaults are the host's compositor output.
@@ -352,16 +352,14 @@ public final class VP8Encoder {
         }
         settledBlocks = count
         guard count > 0 || activeMapSet else { return }
-        let (rows, columns) = (UInt32(settled.rows), UInt32(settled.columns))
+        // No map (a null one) has libvpx code every block again.
+        var activeMap = vpx_active_map_t(active_map: nil, rows: UInt32(settled.rows), cols: UInt32(settled.columns))
         let status = count > 0
             ? settled.withActiveMap { map in
-                var activeMap = vpx_active_map_t(active_map: map, rows: rows, cols: columns)
+                activeMap.active_map = map
                 return tessera_vpx_set_active_map(context, &activeMap)
             }
-            : {
-                var noMap = vpx_active_map_t(active_map: nil, rows: rows, cols: columns)
-                return tessera_vpx_set_active_map(context, &noMap)
-            }()
+            : tessera_vpx_set_active_map(context, &activeMap)
         // A refused map leaves libvpx coding every block, which is only slower.
         activeMapSet = count > 0 && status == VPX_CODEC_OK
         if status != VPX_CODEC_OK { settledBlocks = 0 }
