@@ -2,6 +2,7 @@
 // are macros (the last variadic), so they are wrapped here with fixed types.
 #ifndef TESSERA_CVPX_SHIM_H
 #define TESSERA_CVPX_SHIM_H
+#include <string.h>
 #include <vpx/vpx_decoder.h>
 #include <vpx/vpx_encoder.h>
 #include <vpx/vp8cx.h>
@@ -26,6 +27,19 @@ static inline vpx_codec_err_t tessera_vpx_control_int_pointer(vpx_codec_ctx_t *c
 /// vpx_codec_control(VP8E_SET_ACTIVEMAP): blocks marked 0 are coded as skipped (NULL map: all active).
 static inline vpx_codec_err_t tessera_vpx_set_active_map(vpx_codec_ctx_t *ctx, vpx_active_map_t *map) {
     return vpx_codec_control_(ctx, VP8E_SET_ACTIVEMAP, map);
+}
+/// vpx_codec_control(VP8E_SET_ROI_MAP) with two segments (RFC 6386 §9.3): blocks marked 0 go
+/// into segment 0, whose loop filter level is brought down to 0 (§15: not filtered), blocks marked
+/// 1 into segment 1, unchanged. A NULL map turns segmentation off.
+static inline vpx_codec_err_t tessera_vpx_set_unfiltered_blocks(vpx_codec_ctx_t *ctx, unsigned char *map,
+                                                               unsigned int rows, unsigned int cols) {
+    vpx_roi_map_t roi;
+    memset(&roi, 0, sizeof roi);
+    roi.roi_map = map;
+    roi.rows = rows;
+    roi.cols = cols;
+    roi.delta_lf[0] = -63;
+    return vpx_codec_control_(ctx, VP8E_SET_ROI_MAP, &roi);
 }
 /// Macros whose values Swift would otherwise have to spell out.
 static const unsigned long tessera_vpx_deadline_realtime = VPX_DL_REALTIME;

@@ -14,13 +14,20 @@ private import CPictureDifference
 /// edges off by one (a composite's background, bars, placeholders, flat tiles); a block shown
 /// exactly libvpx skips cheaply by itself. A camera's noise keeps its tile active, and after a
 /// picture in which almost nothing settled (cameras fill the canvas) the next few are not compared.
+///
+/// The same map goes to libvpx as segments (`VP8E_SET_ROI_MAP`, RFC 6386 §9.3): the settled
+/// blocks are segment 0, whose loop filter level is brought down to 0, so they are not filtered
+/// again in every picture (VP8 filters the edges of every block, skipped or not: on a still
+/// composite that was the encoder's largest cost) and their reconstruction stays what was
+/// compared. Handing libvpx segments ends its cyclic refresh for that encoder (its own use of
+/// segments in CBR, which re-codes a few still blocks of each picture more finely).
 struct SettledBlocks {
     /// The largest difference of any sample from the reconstruction's in a settled block.
     static let tolerance: UInt8 = 1
     /// Pictures not compared after one in which fewer than 1 block in 50 settled.
     static let quietPictures = 7
 
-    /// libvpx's map, one byte per macroblock in rows: 1 to code, 0 settled.
+    /// libvpx's map, one byte per macroblock in rows: 1 to code, 0 settled (also the segment map).
     private(set) var activeMap: [UInt8] = []
     private(set) var rows = 0
     private(set) var columns = 0

@@ -105,7 +105,8 @@ public final class VP8Encoder {
         /// bilinear prediction, and at 3 full-pixel chroma vectors). Every decoder takes all four.
         public var profile: Int
         /// Codes as skipped, without a search, each macroblock that the last picture's
-        /// reconstruction already shows within one level in every sample (``SettledBlocks``).
+        /// reconstruction already shows within one level in every sample (``SettledBlocks``),
+        /// and leaves it out of the loop filter (a segment of its own at filter level 0).
         /// For composites, whose flat areas (the background, bars, placeholders, flat tiles)
         /// libvpx otherwise searches again in every picture; a camera's noise would leave nothing
         /// to skip, so cameras (and `tessera load`'s, which stand for them) leave it off.
@@ -352,14 +353,18 @@ public final class VP8Encoder {
         }
         settledBlocks = count
         guard count > 0 || activeMapSet else { return }
-        // No map (a null one) has libvpx code every block again.
-        var activeMap = vpx_active_map_t(active_map: nil, rows: UInt32(settled.rows), cols: UInt32(settled.columns))
-        let status = count > 0
-            ? settled.withActiveMap { map in
-                activeMap.active_map = map
-                return tessera_vpx_set_active_map(context, &activeMap)
-            }
-            : tessera_vpx_set_active_map(context, &activeMap)
+        // No map (a null one) has libvpx code every block again, and filter each.
+        let (rows, columns) = (UInt32(settled.rows), UInt32(settled.columns))
+        var activeMap = vpx_active_map_t(active_map: nil, rows: rows, cols: columns)
+        let status = settled.withActiveMap { map in
+            activeMap.active_map = count > 0 ? map : nil
+            let status = tessera_vpx_set_active_map(context, &activeMap)
+            // The same map as segments: a settled block is left unfiltered, so its reconstruction
+            // stays what was compared. Only where it is also skipped: a block coded afresh without
+            // the filter would show its block edges. A refused segment map only costs the filter.
+            _ = tessera_vpx_set_unfiltered_blocks(context, status == VPX_CODEC_OK ? activeMap.active_map : nil, rows, columns)
+            return status
+        }
         // A refused map leaves libvpx coding every block, which is only slower.
         activeMapSet = count > 0 && status == VPX_CODEC_OK
         if status != VPX_CODEC_OK { settledBlocks = 0 }

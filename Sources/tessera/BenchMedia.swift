@@ -257,6 +257,34 @@ func benchSlidePictures(count: Int = 60) -> [I420Frame] {
     }
 }
 
+/// A composite of three cameras and an empty slot: each camera's 640x360 tile a still scene (a
+/// seeded smooth texture) with a level or two of sensor noise in every picture and someone moving
+/// (a bar crossing it); the fourth tile the background.
+func benchCameraGridPictures(count: Int = 60) -> [I420Frame] {
+    var generator = SplitMix64(seed: 4)
+    let scenes = (0..<3).map { _ in
+        let bytes = (0..<(80 * 45 * 3 / 2)).map { _ in UInt8.random(in: 40...220, using: &generator) }
+        return (I420Frame(width: 80, height: 45, packed: bytes) ?? I420Frame(width: 80, height: 45)).scaled(width: 640, height: 360)
+    }
+    return (0..<count).map { index in
+        var picture = I420Frame(width: 1280, height: 720, color: .black, timestamp: .milliseconds(UInt64(index) * 33))
+        for (tile, scene) in scenes.enumerated() {
+            let (x, y) = ((tile % 2) * 640, (tile / 2) * 360)
+            picture.draw(scene, at: PixelRect(x: x, y: y, width: 640, height: 360))
+            picture.fill(PixelRect(x: x + ((index * 6 + tile * 150) % 560) & ~1, y: y + 60, width: 80, height: 300),
+                         with: YUVColor(red: 180, green: 140, blue: 120))
+        }
+        picture.withMutablePlanes { luma, _, _ in
+            for row in 0..<720 {
+                for column in 0..<(row < 360 ? 1280 : 640) {
+                    luma[row * 1280 + column] = UInt8(clamping: Int(luma[row * 1280 + column]) + Int(generator.next() % 5) - 2)
+                }
+            }
+        }
+        return picture
+    }
+}
+
 /// The composite encoder with and without settled blocks (`skipsSettledBlocks`) at 1280x720
 /// 1.5 Mbit/s, on a load room's composite (flat tiles, moving squares), a shared screen (a still
 /// page, a moving pointer) and a camera-like panning texture (nothing settles: what the
@@ -264,7 +292,7 @@ func benchSlidePictures(count: Int = 60) -> [I420Frame] {
 func benchVP8Settled() throws -> [Measurement] {
     var results: [Measurement] = []
     for (content, pictures) in [("composite", benchCompositePictures()), ("screen", benchSlidePictures()),
-                                ("camera", benchPictures(width: 1280, height: 720))] {
+                                ("cameras", benchCameraGridPictures()), ("camera", benchPictures(width: 1280, height: 720))] {
         for skips in [false, true] {
             let configuration = VP8Encoder.Configuration(width: 1280, height: 720, framesPerSecond: 30, bitrate: 1_500_000,
                                                          skipsSettledBlocks: skips)

@@ -77,6 +77,73 @@ import WireTesting
                 "skipping \(lumaPSNR(skipping, still)) dB, coding every block \(lumaPSNR(coding, still)) dB")
     }
 
+    @Test func aSettledAreaStaysExactlyAsShownWhileABarMoves() throws {
+        // Flat 16x16 patches a few levels apart (a background of soft steps): the loop filter
+        // would smooth every edge between them. Once the still blocks settle they are neither
+        // coded nor filtered again, so the decoded pictures show them the same, sample for
+        // sample, from one picture to the next: no shimmer along block edges.
+        let (width, height) = (320, 180)
+        var generator = SeededGenerator(seed: 17)
+        var still = I420Frame(width: width, height: height, color: YUVColor(red: 120, green: 120, blue: 120))
+        for row in 0..<(height + 15) / 16 {
+            for column in 0..<width / 16 {
+                let level = UInt8(96 + generator.next() % 16)
+                still.fill(PixelRect(x: column * 16, y: row * 16, width: 16, height: 16), with: YUVColor(y: level, u: 128, v: 128))
+            }
+        }
+        let bar = YUVColor(red: 250, green: 200, blue: 20)
+        let encoder = try VP8Encoder(.init(width: width, height: height, bitrate: 600_000, skipsSettledBlocks: true))
+        let decoder = try VP8Decoder()
+        var previous: I420Frame?
+        var changedSamples: [Int] = []
+        for index in 0..<90 {
+            var picture = still
+            picture.timestamp = .milliseconds(UInt64(index) * 33)
+            picture.fill(PixelRect(x: (index * 4) % 280, y: 140, width: 32, height: 32), with: bar)
+            for frame in try encoder.encode(picture) {
+                guard let decoded = try decoder.decode(frame.data) else { continue }
+                if index >= 60, let previous {
+                    // The rows above the bar's band (and its blocks' filtered edges): still picture.
+                    var changed = 0
+                    for offset in 0..<(112 * width) where decoded.data[offset] != previous.data[offset] { changed += 1 }
+                    changedSamples.append(changed)
+                }
+                previous = decoded
+            }
+        }
+        #expect(encoder.settledBlocks > encoder.macroblocks * 3 / 4, "\(encoder.settledBlocks) of \(encoder.macroblocks) settled")
+        #expect(changedSamples.count == 30 && changedSamples.allSatisfy { $0 == 0 }, "samples changed from picture to picture: \(changedSamples)")
+    }
+
+    @Test func settledBlocksAreSentInASegmentWithoutTheLoopFilter() throws {
+        // The flat background with the moving bar: once blocks settle, each frame's header puts
+        // segment 0 (the settled blocks) at loop filter level 0, whatever the frame's level.
+        let background = YUVColor(red: 40, green: 120, blue: 200), bar = YUVColor(red: 250, green: 200, blue: 20)
+        let encoder = try VP8Encoder(.init(width: 640, height: 360, bitrate: 600_000, skipsSettledBlocks: true))
+        var deltas: [[Int]?] = []
+        for index in 0..<40 {
+            var picture = I420Frame(width: 640, height: 360, color: background, timestamp: .milliseconds(UInt64(index) * 33))
+            picture.fill(PixelRect(x: (index * 8) % 600, y: 100, width: 32, height: 48), with: bar)
+            for frame in try encoder.encode(picture) where index >= 30 {
+                deltas.append(try VP8SegmentHeader(frame.data).loopFilterDeltas)
+            }
+        }
+        #expect(deltas.count == 10 && deltas.allSatisfy { $0 == [-63, 0, 0, 0] }, "\(deltas)")
+
+        // Moving noise: nothing settles, and no segment goes unfiltered.
+        var generator = SeededGenerator(seed: 5)
+        let field = (0..<(400 * 240 * 3 / 2)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        let noise = try #require(I420Frame(width: 400, height: 240, packed: field))
+        let camera = try VP8Encoder(.init(width: 320, height: 180, bitrate: 600_000, skipsSettledBlocks: true))
+        for index in 0..<20 {
+            var picture = noise.cropped(to: PixelRect(x: (index * 2) % 64, y: index % 48, width: 320, height: 180))
+            picture.timestamp = .milliseconds(UInt64(index) * 33)
+            for frame in try camera.encode(picture) {
+                #expect(try VP8SegmentHeader(frame.data).loopFilterDeltas?.contains(-63) != true, "picture \(index)")
+            }
+        }
+    }
+
     @Test func aPanningTextureSettlesNothing() throws {
         var generator = SeededGenerator(seed: 5)
         let field = (0..<(400 * 240 * 3 / 2)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
@@ -191,6 +258,80 @@ import WireTesting
             }
             #expect(settled.activeMap == expected, "\(width)x\(height)")
             #expect(count == expected.count { $0 == 0 }, "\(width)x\(height)")
+        }
+    }
+}
+
+/// The segmentation part of a VP8 frame header (RFC 6386 §9.3, §19.2): read with the boolean
+/// decoder of §7 from the first partition, after the frame tag (and a key frame's start code and
+/// size, and its colour space and clamping bits).
+struct VP8SegmentHeader {
+    /// The loop filter level of each of the 4 segments as the header sets it (deltas or
+    /// absolute values, as it says), or nil when the frame updates no segment data.
+    var loopFilterDeltas: [Int]?
+
+    enum Failure: Error { case truncated }
+
+    init(_ frame: [UInt8]) throws {
+        guard frame.count >= 3 else { throw Failure.truncated }
+        let keyFrame = frame[0] & 1 == 0
+        var reader = BoolReader(Array(frame.dropFirst(keyFrame ? 10 : 3)))
+        if keyFrame { _ = reader.literal(2) }  // color_space, clamping_type
+        guard reader.literal(1) == 1 else { return }  // segmentation_enabled
+        _ = reader.literal(1)  // update_mb_segmentation_map
+        guard reader.literal(1) == 1 else { return }  // update_segment_feature_data
+        _ = reader.literal(1)  // segment_feature_mode
+        for _ in 0..<4 {  // quantizer: flag, 7-bit magnitude, sign
+            if reader.literal(1) == 1 { _ = reader.literal(8) }
+        }
+        var levels: [Int] = []
+        for _ in 0..<4 {
+            if reader.literal(1) == 1 {
+                let magnitude = reader.literal(6)
+                levels.append(reader.literal(1) == 1 ? -magnitude : magnitude)
+            } else {
+                levels.append(0)
+            }
+        }
+        loopFilterDeltas = levels
+    }
+
+    /// RFC 6386 §7.3's boolean decoder, reading literals at probability 1/2.
+    struct BoolReader {
+        let bytes: [UInt8]
+        var position = 2, value = 0, range = 255, bitCount = 0
+
+        init(_ bytes: [UInt8]) {
+            self.bytes = bytes
+            value = (Int(bytes.first ?? 0) << 8) | Int(bytes.count > 1 ? bytes[1] : 0)
+        }
+
+        mutating func bit() -> Int {
+            let split = 1 + (((range - 1) * 128) >> 8), bigSplit = split << 8
+            let result: Int
+            if value >= bigSplit {
+                result = 1
+                range -= split
+                value -= bigSplit
+            } else {
+                result = 0
+                range = split
+            }
+            while range < 128 {
+                value <<= 1
+                range <<= 1
+                bitCount += 1
+                if bitCount == 8 {
+                    bitCount = 0
+                    if position < bytes.count { value |= Int(bytes[position]) }
+                    position += 1
+                }
+            }
+            return result
+        }
+
+        mutating func literal(_ bits: Int) -> Int {
+            (0..<bits).reduce(0) { total, _ in (total << 1) | bit() }
         }
     }
 }
