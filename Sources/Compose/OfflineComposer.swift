@@ -33,42 +33,32 @@ public final class OfflineComposer {
         public var inputFramesDecoded: Int
         /// Wall time spent.
         public var elapsed: Duration
-        /// CPU time spent, on every thread.
-        public var cpuTime: Duration
-        /// The part of it spent decoding (on the reading thread) and in the recorder (encoding VP8
-        /// and Opus, muxing): what the codecs cost, against the compositing itself.
+        /// The part of it spent decoding VP8 and in the recorder (encoding VP8 and Opus, muxing):
+        /// what the codecs cost, against the compositing itself.
         public var codecTime: Duration
     }
 
-    /// CPU time this process has used so far, on every thread.
-    private static func processCPUTime() -> Duration {
-        var usage = rusage()
-        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return .zero }
-        func duration(_ time: timeval) -> Duration { .seconds(Int64(time.tv_sec)) + .microseconds(Int64(time.tv_usec)) }
-        return duration(usage.ru_utime) + duration(usage.ru_stime)
-    }
-
-    /// One input file: its reader and decoders (for the reading thread) and the tracks it feeds.
+    /// One input file: its reader, decoders and the tracks it feeds.
     private final class Input {
         let name: String
-        let source: DecodeAhead.Source
-        let hasVideo: Bool
+        let path: String
+        let reader: MediaFileReader
+        var videoDecoder: VP8Decoder?
+        var audioDecoder: OpusDecoder?
         let videoTrack: VideoTrack
         let audioTrack: AudioTrack
-        var pending: DecodeAhead.Item?
+        var pending: EncodedPacket?
         var finished = false
 
         init(path: String) throws(ComposeError) {
+            self.path = path
             name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
-            let reader: MediaFileReader
             do { reader = try MediaFileReader(path: path) } catch { throw .input(path: path, error) }
             videoTrack = VideoTrack(id: "\(name)/camera")
             audioTrack = AudioTrack(id: "\(name)/microphone")
             do {
-                let videoDecoder = reader.video != nil ? try VP8Decoder() : nil
-                let audioDecoder = try reader.audio.map { try OpusDecoder(channels: $0.channels) }
-                source = DecodeAhead.Source(path: path, reader: reader, videoDecoder: videoDecoder, audioDecoder: audioDecoder)
-                hasVideo = videoDecoder != nil
+                if reader.video != nil { videoDecoder = try VP8Decoder() }
+                if let audio = reader.audio { audioDecoder = try OpusDecoder(channels: audio.channels) }
             } catch { throw .decoder("\(path): \(error)") }
         }
     }
@@ -103,7 +93,7 @@ public final class OfflineComposer {
     /// `realtime`, no faster than the media plays (for watching a file grow, or testing a cut).
     public func run(realtime: Bool = false) throws(ComposeError) -> Summary {
         let wallClock = ContinuousClock()
-        let began = wallClock.now, cpuBefore = Self.processCPUTime()
+        let began = wallClock.now
         var codecTime = Duration.zero
         let clock = ManualClock(start: .milliseconds(1_000))
         let start = clock.now()
@@ -118,7 +108,7 @@ public final class OfflineComposer {
         // A participant may come as one WebM or as an IVF (video) and an Ogg (audio) of one name.
         let positions = description.positions.compactMap { position -> VideoTrackPositionInfo? in
             let named = inputs.filter { $0.name == position.participant }
-            guard let input = named.first(where: \.hasVideo) ?? named.first else { return nil }
+            guard let input = named.first(where: { $0.videoDecoder != nil }) ?? named.first else { return nil }
             return VideoTrackPositionInfo(track: input.videoTrack, normalizedRect: position.rect, contentMode: position.contentMode,
                                           mirror: position.mirror ?? false, rotation: position.videoRotation, label: input.name,
                                           debugOverlay: description.showsDebugOverlay(position))
@@ -137,8 +127,6 @@ public final class OfflineComposer {
         var nextVideo = start, nextAudio = start
         var framesDecoded = 0
         var lastMediaTime = Duration.zero
-        let decodeAhead = DecodeAhead(inputs.map(\.source), start: start)
-        defer { decodeAhead.stop() }
         while true {
             let now = min(nextVideo, nextAudio)
             clock.set(now)
@@ -146,24 +134,31 @@ public final class OfflineComposer {
                 let ahead = (now - start) - (wallClock.now - began)
                 if ahead > .zero { Thread.sleep(forTimeInterval: ahead.seconds) }
             }
-            // Hand every packet due by now to its track, timed by the file's clock.
+            // Feed every packet due by now into its track, timed by the file's clock.
             var anyLeft = false
-            for (index, input) in inputs.enumerated() where !input.finished {
+            for input in inputs where !input.finished {
                 anyLeft = true
                 while true {
                     if input.pending == nil {
-                        input.pending = try decodeAhead.next(index)
+                        do { input.pending = try input.reader.nextPacket() } catch { throw .input(path: input.path, error) }
                         if input.pending == nil { input.finished = true; break }
                     }
-                    guard let item = input.pending, start + item.packet.timestamp <= now else { break }
+                    guard let packet = input.pending, start + packet.timestamp <= now else { break }
                     input.pending = nil
-                    lastMediaTime = max(lastMediaTime, item.packet.timestamp)
-                    let at = start + item.packet.timestamp
-                    if let picture = item.picture {
-                        input.videoTrack.push(picture, now: at)
-                        framesDecoded += 1
+                    lastMediaTime = max(lastMediaTime, packet.timestamp)
+                    let at = start + packet.timestamp
+                    switch packet.kind {
+                    case .video:
+                        let began = wallClock.now
+                        let frame = try? input.videoDecoder?.decode(packet.data, timestamp: at)
+                        codecTime += wallClock.now - began
+                        if let frame = frame ?? nil {
+                            input.videoTrack.push(frame, now: at)
+                            framesDecoded += 1
+                        }
+                    case .audio:
+                        if let frame = try? input.audioDecoder?.decode(packet.data, timestamp: at) { input.audioTrack.push(frame, now: at) }
                     }
-                    if let sound = item.sound { input.audioTrack.push(sound, now: at) }
                 }
             }
             if now == nextAudio {
@@ -183,7 +178,6 @@ public final class OfflineComposer {
         do { try recorder.stop() } catch { throw .recording(error) }
         return Summary(duration: clock.now() - start, videoFramesComposed: recorder.videoFramesWritten,
                        audioPacketsWritten: recorder.audioPacketsWritten, inputFramesDecoded: framesDecoded,
-                       elapsed: wallClock.now - began, cpuTime: Self.processCPUTime() - cpuBefore,
-                       codecTime: codecTime + decodeAhead.decoding)
+                       elapsed: wallClock.now - began, codecTime: codecTime)
     }
 }
