@@ -92,6 +92,37 @@ struct ComposeInputs {
         #expect(tonePower(Array(samples.prefix(48_000)), frequency: 440) > 100 * tonePower(Array(samples.prefix(48_000)), frequency: 1_250))
     }
 
+    @Test func inputsOfUnequalLengthAreComposedToTheLongest() throws {
+        // One input that ends early and one whose packets lie far apart in time from the others'
+        // (pictures only, two a second) must not hold the rest or end the composition.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("compose-lengths-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // alice 4 s, bob 1 s, carol 4 s of pictures only, 2 a second: carol's few packets ahead
+        // span seconds where the others' span tens of milliseconds.
+        for (name, colour, seconds, rate) in [("alice", "red", 4, 30), ("bob", "lime", 1, 30), ("carol", "blue", 4, 2)] {
+            let sound = name == "carol" ? [] : ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-c:a", "libopus", "-ac", "1"]
+            _ = try runTool("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "color=c=\(colour):size=320x180:rate=\(rate)"] + sound
+                            + ["-t", "\(seconds)", "-c:v", "libvpx", "-deadline", "realtime", directory.appendingPathComponent("\(name).webm").path])
+        }
+        let template = Data("""
+            {"canvas": {"width": 640, "height": 360, "fps": 30},
+             "positions": [{"participant": "alice", "rect": {"x": 0, "y": 0, "width": 0.5, "height": 1}},
+                           {"participant": "bob", "rect": {"x": 0.5, "y": 0, "width": 0.5, "height": 0.5}},
+                           {"participant": "carol", "rect": {"x": 0.5, "y": 0.5, "width": 0.5, "height": 0.5}}]}
+            """.utf8)
+        let output = directory.appendingPathComponent("out.webm").path
+        let paths = ["alice", "bob", "carol"].map { directory.appendingPathComponent("\($0).webm").path }
+        let summary = try OfflineComposer(templateJSON: template, inputPaths: paths, outputPath: output).run()
+        #expect(abs(summary.duration.seconds - 4) < 0.2, "composed \(summary.duration)")
+        #expect(summary.inputFramesDecoded >= 4 * 30 + 1 * 30 + 4 * 2 - 3, "\(summary.inputFramesDecoded) input frames decoded")
+        let rgb = try [UInt8](runTool("ffmpeg", ["-v", "error", "-ss", "3.5", "-i", output, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]))
+        #expect(rgb.count == 640 * 360 * 3)
+        let alice = (180 * 640 + 160) * 3, carol = (270 * 640 + 480) * 3
+        #expect(rgb.count > carol + 2 && rgb[alice] > 200 && rgb[alice + 1] < 60, "alice's red at the end")
+        #expect(rgb.count > carol + 2 && rgb[carol + 2] > 200 && rgb[carol] < 60, "carol's blue at the end")
+    }
+
     @Test func aTemplateNamingNoInputIsRefusedWithTheField() throws {
         let template = Data(#"{"canvas": {"width": 640, "height": 360}, "positions": [{"participant": "nobody", "rect": {"x": 0, "y": 0, "width": 1, "height": 1}}]}"#.utf8)
         let inputs = try ComposeInputs(seconds: 1)
