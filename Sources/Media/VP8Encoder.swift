@@ -358,12 +358,12 @@ public final class VP8Encoder {
         var activeMap = vpx_active_map_t(active_map: nil, rows: rows, cols: columns)
         let status = settled.withActiveMap { map in
             activeMap.active_map = count > 0 ? map : nil
-            let status = tessera_vpx_set_active_map(context, &activeMap)
+            let skipping = tessera_vpx_set_active_map(context, &activeMap)
             // The same map as segments: a settled block is left unfiltered, so its reconstruction
             // stays what was compared. Only where it is also skipped: a block coded afresh without
             // the filter would show its block edges. A refused segment map only costs the filter.
-            _ = tessera_vpx_set_unfiltered_blocks(context, status == VPX_CODEC_OK ? activeMap.active_map : nil, rows, columns)
-            return status
+            _ = tessera_vpx_set_unfiltered_blocks(context, skipping == VPX_CODEC_OK ? activeMap.active_map : nil, rows, columns)
+            return skipping
         }
         // A refused map leaves libvpx coding every block, which is only slower.
         activeMapSet = count > 0 && status == VPX_CODEC_OK
