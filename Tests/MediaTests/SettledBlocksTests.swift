@@ -78,10 +78,10 @@ import WireTesting
     }
 
     @Test func aSettledAreaStaysExactlyAsShownWhileABarMoves() throws {
-        // Flat 16x16 patches a few levels apart (a background of soft steps): the loop filter
-        // would smooth every edge between them. Once the still blocks settle they are neither
-        // coded nor filtered again, so the decoded pictures show them the same, sample for
-        // sample, from one picture to the next: no shimmer along block edges.
+        // Flat 16x16 patches a few levels apart (a background of soft steps) and a bar moving
+        // below them. Once the still blocks settle they are neither coded nor filtered again, so
+        // the decoded pictures show them the same, sample for sample, from one picture to the
+        // next while the bar moves: no shimmer along block edges.
         let (width, height) = (320, 180)
         var generator = SeededGenerator(seed: 17)
         var still = I420Frame(width: width, height: height, color: YUVColor(red: 120, green: 120, blue: 120))
