@@ -103,6 +103,18 @@ public struct I420Frame: Sendable, Equatable {
     public var chromaSize: Int { chromaWidth * chromaHeight }
     public var bounds: PixelRect { PixelRect(x: 0, y: 0, width: width, height: height) }
 
+    /// The luma PSNR of this picture against `reference`, in dB (99 when identical): how near a
+    /// decoded picture comes to its source.
+    public func lumaPSNR(against reference: I420Frame) -> Double {
+        var squared = 0
+        for offset in 0..<min(lumaSize, reference.lumaSize) {
+            let difference = Int(data[offset]) - Int(reference.data[offset])
+            squared += difference * difference
+        }
+        guard squared > 0 else { return 99 }
+        return 10 * log10(255 * 255 * Double(reference.lumaSize) / Double(squared))
+    }
+
     /// A picture filled with `color`.
     public init(width: Int, height: Int, color: YUVColor = .black, timestamp: Instant = Instant(nanoseconds: 0)) {
         let luma = width * height, chroma = Self.chromaSide(width) * Self.chromaSide(height)

@@ -163,7 +163,7 @@ func meanLumaPSNR(_ pictures: [I420Frame], _ configuration: VP8Encoder.Configura
         picture.timestamp = .milliseconds(UInt64(index) * 33)
         for frame in try encoder.encode(picture) {
             guard let decoded = try decoder.decode(frame.data), index >= 30 else { continue }
-            total += lumaPSNR(decoded, picture)
+            total += decoded.lumaPSNR(against: picture)
             counted += 1
         }
     }
@@ -307,15 +307,4 @@ func benchVP8Settled() throws -> [Measurement] {
         }
     }
     return results
-}
-
-/// Luma PSNR of `decoded` against `source` in dB (capped at 99 for identical pictures).
-func lumaPSNR(_ decoded: I420Frame, _ source: I420Frame) -> Double {
-    var squared = 0
-    for offset in 0..<min(decoded.lumaSize, source.lumaSize) {
-        let difference = Int(decoded.data[offset]) - Int(source.data[offset])
-        squared += difference * difference
-    }
-    guard squared > 0 else { return 99 }
-    return 10 * log10(255 * 255 * Double(source.lumaSize) / Double(squared))
 }

@@ -7,17 +7,6 @@ import WireTesting
 /// The composite encoder's settled blocks: macroblocks its last reconstruction already shows
 /// within one level are coded as skipped (`VP8Encoder.Configuration.skipsSettledBlocks`).
 @Suite struct SettledBlocksTests {
-    /// Luma PSNR of `decoded` against `source`, in dB (99 when identical).
-    func lumaPSNR(_ decoded: I420Frame, _ source: I420Frame) -> Double {
-        var squared = 0
-        for offset in 0..<source.lumaSize {
-            let difference = Int(decoded.data[offset]) - Int(source.data[offset])
-            squared += difference * difference
-        }
-        guard squared > 0 else { return 99 }
-        return 10 * log10(255 * 255 * Double(source.lumaSize) / Double(squared))
-    }
-
     /// Encodes `pictures` in turn with and without settled blocks and decodes both; returns the
     /// last decoded picture of each and the settled-block count of the last frame.
     func encodeBoth(_ pictures: [I420Frame], bitrate: Int) throws -> (skipping: I420Frame, coding: I420Frame, settled: Int, blocks: Int) {
@@ -54,8 +43,8 @@ import WireTesting
         // A settled block is within one level everywhere (48 dB at worst); coding every block
         // makes this flat picture exact, which no viewer tells from 48 dB.
         let last = try #require(pictures.last)
-        #expect(lumaPSNR(skipping, last) >= min(lumaPSNR(coding, last) - 0.5, 48),
-                "skipping \(lumaPSNR(skipping, last)) dB, coding every block \(lumaPSNR(coding, last)) dB")
+        #expect(skipping.lumaPSNR(against: last) >= min(coding.lumaPSNR(against: last) - 0.5, 48),
+                "skipping \(skipping.lumaPSNR(against: last)) dB, coding every block \(coding.lumaPSNR(against: last)) dB")
     }
 
     @Test func aStillTextureIsRefinedBeforeItIsSkipped() throws {
@@ -73,8 +62,8 @@ import WireTesting
             return picture
         }
         let (skipping, coding, _, _) = try encodeBoth(pictures, bitrate: 400_000)
-        #expect(lumaPSNR(skipping, still) >= lumaPSNR(coding, still) - 0.5,
-                "skipping \(lumaPSNR(skipping, still)) dB, coding every block \(lumaPSNR(coding, still)) dB")
+        #expect(skipping.lumaPSNR(against: still) >= coding.lumaPSNR(against: still) - 0.5,
+                "skipping \(skipping.lumaPSNR(against: still)) dB, coding every block \(coding.lumaPSNR(against: still)) dB")
     }
 
     @Test func aSettledAreaStaysExactlyAsShownWhileABarMoves() throws {
