@@ -24,8 +24,10 @@ let package = Package(
         system("COpus", pkgConfig: "opus", apt: ["libopus-dev"]),
         system("CYUV", pkgConfig: nil, apt: ["libyuv-dev"]),  // libyuv ships no .pc file
         system("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
-        system("CAVFormat", pkgConfig: "libavformat", apt: ["libavformat-dev", "libavcodec-dev", "libavutil-dev"]),
         system("CFreeType", pkgConfig: "freetype2", apt: ["libfreetype-dev"]),
+        system("COgg", pkgConfig: "ogg", apt: ["libogg-dev"]),
+        system("CPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
+        system("CTurboJPEG", pkgConfig: "libturbojpeg", apt: ["libturbojpeg0-dev"]),
         system("CZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
         // hiredis.pc adds -D_FILE_OFFSET_BITS=64, which SwiftPM refuses (with a warning); the headers
         // are in /usr/include and the modulemap links the library, so pkg-config is not needed.
@@ -35,6 +37,8 @@ let package = Package(
         // libsrtp2's AES-CM, AES-GCM and HMAC-SHA1 on OpenSSL's EVP, installed into libsrtp's crypto
         // kernel in place of its own (Debian's libsrtp2 does them on NSS, at a high per-packet cost).
         .target(name: "CSRTPCrypto", dependencies: ["CSRTP", "COpenSSL"]),
+        // libwebm's WebM parser (C++) behind a C interface: MediaFileReader's WebM and Matroska.
+        .target(name: "CWebM", linkerSettings: [.linkedLibrary("webm")]),
         // Which blocks of two picture planes match within a tolerance (the VP8 encoder's settled blocks).
         .target(name: "CPictureDifference"),
 
@@ -46,9 +50,9 @@ let package = Package(
         .target(name: "Streams", dependencies: ["Wire", "RTP"]),
         // STUN/ICE-lite, DTLS-SRTP, SRTP: the per-peer transport.
         .target(name: "Transport", dependencies: ["Wire", "RTP", "COpenSSL", "CSRTP", "CSRTPCrypto", "CZlib"]),
-        // Codecs, frames, containers, text: thin owners of the media C libraries; VP8 over RTP in and out
+        // Codecs, frames, containers, text, still pictures: thin owners of the media C libraries; VP8 over RTP in and out
         // (RTP is a pure wire-format layer beside SDP, below Media).
-        .target(name: "Media", dependencies: ["Wire", "RTP", "CVPX", "COpus", "CYUV", "CAVFormat", "CFreeType", "CPictureDifference"]),
+        .target(name: "Media", dependencies: ["Wire", "RTP", "CVPX", "COpus", "CYUV", "CFreeType", "CPNG", "CTurboJPEG", "CPictureDifference", "CWebM", "COgg"]),
         // Tracks, compositors, layout templates, recording: the seed's public API.
         .target(name: "Compositing", dependencies: ["Wire", "Media"]),
         // The room as sans-IO engines: participants' receive and send halves, the per-guest mixer,

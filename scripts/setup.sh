@@ -7,7 +7,7 @@ TESSERA_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # C libraries the host links (see Package.swift's system-library targets) and what it runs.
 BUILD_PACKAGES=(pkg-config libssl-dev libsrtp2-dev libvpx-dev libopus-dev libyuv-dev libmicrohttpd-dev
-    libavformat-dev libavcodec-dev libavutil-dev libfreetype-dev zlib1g-dev libhiredis-dev fonts-dejavu-core)
+    libwebm-dev libogg-dev libpng-dev libturbojpeg0-dev libfreetype-dev zlib1g-dev libhiredis-dev fonts-dejavu-core)
 # Tools the tests use: ffprobe/ffmpeg to check recordings, unshare/ip for a loopback-only namespace,
 # curl for HTTPS and the docs' examples, redis-server for the cluster's directory (the Redis unit
 # tests and Interop/cluster_check.sh start their own, on loopback, with persistence off).

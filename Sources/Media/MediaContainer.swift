@@ -1,4 +1,3 @@
-internal import CAVFormat  // internal: LibAV's helpers take AVRational
 import Wire
 
 /// What an encoded packet in a recording holds. Tessera records and reads only VP8 and Opus.
@@ -32,11 +31,12 @@ public struct EncodedPacket: Sendable, Equatable {
 public enum MediaContainerError: Error, Equatable, CustomStringConvertible {
     /// The file to read does not exist (or is not readable).
     case fileNotFound(path: String)
-    /// The file is a container other than WebM/Matroska, IVF or Ogg (the name libav gave it).
+    /// The file is a container other than WebM/Matroska, IVF or Ogg (named by its first bytes
+    /// when they are a common one's).
     case unsupportedFormat(String)
     /// The file holds neither a VP8 nor an Opus stream (the codecs it does hold).
     case unsupportedCodec(String)
-    /// The bytes are not a valid container: libav's reason.
+    /// The bytes are not a valid container: the parser's reason.
     case corrupt(String)
     /// A writer asked for something WebM or Tessera cannot record (no stream, a size out of range).
     case invalidConfiguration(String)
@@ -51,8 +51,8 @@ public enum MediaContainerError: Error, Equatable, CustomStringConvertible {
     case timestampWentBackwards(PacketKind, previous: Duration, given: Duration)
     /// Written to after `finish()`.
     case finished
-    /// A libav call failed: which call, its error code and `av_strerror`'s text.
-    case libav(operation: String, code: Int32, message: String)
+    /// A file operation failed: which, its errno and `strerror`'s text.
+    case io(operation: String, code: Int32, message: String)
 
     public var description: String {
         switch self {
@@ -67,40 +67,7 @@ public enum MediaContainerError: Error, Equatable, CustomStringConvertible {
         case .timestampWentBackwards(let kind, let previous, let given):
             "\(kind) timestamp \(given) is before the previous one, \(previous)"
         case .finished: "the recording is already finished"
-        case .libav(let operation, let code, let message): "\(operation) failed: \(message) (\(code))"
+        case .io(let operation, let code, let message): "\(operation) failed: \(message) (\(code))"
         }
-    }
-}
-
-/// Shared libav plumbing for the writer and the reader.
-enum LibAV {
-    /// libav logs to stderr by default; Tessera reports every failure as a typed error instead,
-    /// so its log is switched off once, process-wide, before the first container is opened.
-    static let quiet: Void = av_log_set_level(AV_LOG_QUIET)
-
-    static func message(_ code: Int32) -> String {
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 128) { buffer in
-            guard let base = buffer.baseAddress else { return "libav error \(code)" }
-            return String(cString: tessera_av_err2str(code, base, buffer.count))
-        }
-    }
-
-    static func error(_ operation: String, _ code: Int32) -> MediaContainerError {
-        .libav(operation: operation, code: code, message: message(code))
-    }
-
-    /// libav's URL for a local path: the `file:` protocol, so that a colon in a file name is
-    /// never read as another protocol.
-    static func fileURL(_ path: String) -> String { "file:" + path }
-
-    static let milliseconds = AVRational(num: 1, den: 1000)
-    static let nanoseconds = AVRational(num: 1, den: 1_000_000_000)
-
-    static func duration(_ value: Int64, in timeBase: AVRational) -> Duration {
-        .nanoseconds(av_rescale_q(value, timeBase, nanoseconds))
-    }
-
-    static func value(_ duration: Duration, in timeBase: AVRational) -> Int64 {
-        av_rescale_q(duration.nanosecondsClamped, nanoseconds, timeBase)
     }
 }

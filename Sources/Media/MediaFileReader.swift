@@ -1,13 +1,14 @@
-private import CAVFormat
 import Wire
 
-/// Reads the encoded packets of a WebM (or Matroska), IVF (VP8) or Ogg (Opus) file in file order
-/// (libavformat's demuxers): recordings to check or replay, and fixtures for synthetic peers.
+/// Reads the encoded packets of a WebM (or Matroska), IVF (VP8) or Ogg (Opus) file in file order:
+/// recordings to check or compose, and fixtures for synthetic peers. WebM and Matroska are read
+/// by libwebm's parser, Ogg's pages by libogg; IVF's fixed 32-byte header and 12-byte frame
+/// headers are read here.
 ///
 /// Only the first VP8 stream and the first Opus stream are read; other streams are skipped. A file
 /// with neither is `.unsupportedCodec`. Bad bytes never trap: opening throws `.corrupt` (or
 /// `.unsupportedFormat` when they look like another container), and a packet that cannot be read
-/// throws `.corrupt` from `nextPacket()`. A file cut short ends early, as libavformat sees it.
+/// throws `.corrupt` from `nextPacket()`. A file cut short ends early.
 ///
 /// Not shared across threads.
 public final class MediaFileReader {
@@ -30,114 +31,38 @@ public final class MediaFileReader {
         }
     }
 
-    /// The container libavformat found: "matroska,webm", "ivf" or "ogg".
+    /// The container: "webm" or "matroska" (the EBML DocType), "ivf" or "ogg".
     public let formatName: String
-    public let video: VideoInfo?
-    public let audio: AudioInfo?
+    public var video: VideoInfo? { demuxer.video }
+    public var audio: AudioInfo? { demuxer.audio }
 
-    private var context: UnsafeMutablePointer<AVFormatContext>?
-    private let packet: UnsafeMutablePointer<AVPacket>
-    private let videoIndex: Int32?
-    private let audioIndex: Int32?
-    /// Per stream, where the next packet starts when libavformat gives one no timestamp (an Ogg
-    /// page's inner packets): the previous one's time plus its duration.
-    private var nextTime: [Int32: Int64] = [:]
-
-    private static let allowedFormats: Set<String> = ["matroska", "webm", "ivf", "ogg"]
+    private let demuxer: any ContainerDemuxer
 
     public init(path: String) throws(MediaContainerError) {
-        _ = LibAV.quiet
-        var context: UnsafeMutablePointer<AVFormatContext>?
-        var options: OpaquePointer?
-        // Never follow a path into another protocol (http:, concat:, …).
-        av_dict_set(&options, "protocol_whitelist", "file", 0)
-        let status = avformat_open_input(&context, LibAV.fileURL(path), nil, &options)
-        av_dict_free(&options)
-        guard status >= 0, let context else {
-            if status == tessera_AVERROR(ENOENT) || status == tessera_AVERROR(EACCES) || status == tessera_AVERROR(EISDIR) {
-                throw .fileNotFound(path: path)
-            }
-            if status == tessera_AVERROR_INVALIDDATA() { throw .corrupt(LibAV.message(status)) }
-            throw LibAV.error("avformat_open_input \(path)", status)
-        }
-        var owned: UnsafeMutablePointer<AVFormatContext>? = context
-        let name = String(cString: context.pointee.iformat.pointee.name)
-        guard !Set(name.split(separator: ",").map(String.init)).isDisjoint(with: Self.allowedFormats) else {
-            avformat_close_input(&owned)
+        let file = try MediaFile(path: path)
+        let magic = try file.read(count: 12)
+        switch ContainerFormat(magic: magic) {
+        case .ebml:
+            file.close()
+            let demuxer = try WebMDemuxer(path: path)
+            formatName = demuxer.docType
+            self.demuxer = demuxer
+        case .ivf:
+            try file.seek(to: 0)
+            demuxer = try IVFDemuxer(file: file)
+            formatName = "ivf"
+        case .ogg:
+            try file.seek(to: 0)
+            demuxer = try OggOpusDemuxer(file: file)
+            formatName = "ogg"
+        case .other(let name):
             throw .unsupportedFormat(name)
         }
-        var videoIndex: Int32?, audioIndex: Int32?
-        var video: VideoInfo?, audio: AudioInfo?
-        var found: [String] = []
-        for index in 0..<Int(context.pointee.nb_streams) {
-            guard let parameters = context.pointee.streams[index]?.pointee.codecpar?.pointee else { continue }
-            found.append(String(cString: avcodec_get_name(parameters.codec_id)))
-            if parameters.codec_type == AVMEDIA_TYPE_VIDEO, parameters.codec_id == AV_CODEC_ID_VP8, videoIndex == nil {
-                videoIndex = Int32(index)
-                video = VideoInfo(width: Int(parameters.width), height: Int(parameters.height))
-            } else if parameters.codec_type == AVMEDIA_TYPE_AUDIO, parameters.codec_id == AV_CODEC_ID_OPUS, audioIndex == nil {
-                audioIndex = Int32(index)
-                audio = AudioInfo(channels: Int(parameters.ch_layout.nb_channels), preSkip: Int(max(0, parameters.initial_padding)))
-            }
-        }
-        guard videoIndex != nil || audioIndex != nil else {
-            avformat_close_input(&owned)
-            throw .unsupportedCodec(found.isEmpty ? "no streams" : found.joined(separator: ", "))
-        }
-        guard let packet = av_packet_alloc() else {
-            avformat_close_input(&owned)
-            throw LibAV.error("av_packet_alloc", tessera_AVERROR(ENOMEM))
-        }
-        self.context = context
-        self.packet = packet
-        self.formatName = name
-        self.videoIndex = videoIndex
-        self.audioIndex = audioIndex
-        self.video = video
-        self.audio = audio
-    }
-
-    deinit {
-        avformat_close_input(&context)
-        var packet: UnsafeMutablePointer<AVPacket>? = packet
-        av_packet_free(&packet)
     }
 
     /// The next VP8 or Opus packet in file order; nil at the end of the file.
     public func nextPacket() throws(MediaContainerError) -> EncodedPacket? {
-        guard let context else { return nil }
-        while true {
-            let status = av_read_frame(context, packet)
-            if status == tessera_AVERROR_EOF() { return nil }
-            guard status >= 0 else {
-                if status == tessera_AVERROR_INVALIDDATA() { throw .corrupt(LibAV.message(status)) }
-                throw LibAV.error("av_read_frame", status)
-            }
-            defer { av_packet_unref(packet) }
-            let index = packet.pointee.stream_index
-            let kind: PacketKind
-            if index == videoIndex {
-                kind = .video
-            } else if index == audioIndex {
-                kind = .audio
-            } else {
-                continue
-            }
-            let size = Int(packet.pointee.size)
-            guard size > 0, let data = packet.pointee.data else { continue }  // nothing to decode
-            guard let stream = context.pointee.streams[Int(index)] else { continue }
-            let timeBase = stream.pointee.time_base
-            guard timeBase.num > 0, timeBase.den > 0 else { throw .corrupt("\(kind) stream has time base \(timeBase.num)/\(timeBase.den)") }
-            let noTime = tessera_AV_NOPTS_VALUE()
-            var time = packet.pointee.pts != noTime ? packet.pointee.pts : packet.pointee.dts
-            if time == noTime { time = nextTime[index] ?? 0 }
-            if packet.pointee.duration > 0 {
-                nextTime[index] = time.addingReportingOverflow(packet.pointee.duration).partialValue
-            }
-            return EncodedPacket(kind: kind, data: Array(UnsafeBufferPointer(start: data, count: size)),
-                                 timestamp: LibAV.duration(time, in: timeBase),
-                                 isKeyFrame: kind == .audio || packet.pointee.flags & AV_PKT_FLAG_KEY != 0)
-        }
+        try demuxer.nextPacket()
     }
 
     /// Every remaining packet (for files of a few seconds: tests and fixtures).
@@ -145,5 +70,46 @@ public final class MediaFileReader {
         var packets: [EncodedPacket] = []
         while let packet = try nextPacket() { packets.append(packet) }
         return packets
+    }
+}
+
+/// One container's packets, VP8 and Opus only, in file order.
+protocol ContainerDemuxer: AnyObject {
+    var video: MediaFileReader.VideoInfo? { get }
+    var audio: MediaFileReader.AudioInfo? { get }
+    func nextPacket() throws(MediaContainerError) -> EncodedPacket?
+}
+
+/// A container told by its first bytes.
+enum ContainerFormat: Equatable {
+    case ebml, ivf, ogg
+    /// Something else, named for the error when its magic is a common one.
+    case other(String)
+
+    init(magic: [UInt8]) {
+        func starts(_ prefix: [UInt8], at offset: Int = 0) -> Bool {
+            magic.count >= offset + prefix.count && Array(magic[offset..<offset + prefix.count]) == prefix
+        }
+        if starts([0x1A, 0x45, 0xDF, 0xA3]) {
+            self = .ebml
+        } else if starts(Array("DKIF".utf8)) {
+            self = .ivf
+        } else if starts(Array("OggS".utf8)) {
+            self = .ogg
+        } else if starts(Array("RIFF".utf8)) && starts(Array("WAVE".utf8), at: 8) {
+            self = .other("wav")
+        } else if starts(Array("RIFF".utf8)) && starts(Array("AVI ".utf8), at: 8) {
+            self = .other("avi")
+        } else if starts(Array("ftyp".utf8), at: 4) {
+            self = .other("mp4")
+        } else if starts(Array("fLaC".utf8)) {
+            self = .other("flac")
+        } else if starts(Array("ID3".utf8)) || starts([0xFF, 0xFB]) || starts([0xFF, 0xF3]) {
+            self = .other("mp3")
+        } else if magic.isEmpty {
+            self = .other("an empty file")
+        } else {
+            self = .other("unknown")
+        }
     }
 }

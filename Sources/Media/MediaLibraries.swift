@@ -1,7 +1,7 @@
 private import CVPX
 private import COpus
 private import CYUV
-private import CAVFormat
+private import CPNG
 private import CFreeType
 
 /// The C libraries the media layer links, with the versions found at run time.
@@ -11,7 +11,7 @@ public enum MediaLibraries {
             ("libvpx", String(cString: vpx_codec_version_str())),
             ("libopus", String(cString: opus_get_version_string())),
             ("libyuv", String(tessera_libyuv_version())),
-            ("libavformat", String(cString: av_version_info())),
+            ("libpng", String(cString: png_get_libpng_ver(nil))),
             ("FreeType", freeTypeVersion()),
         ]
     }

@@ -1,77 +1,140 @@
-internal import CAVFormat
+private import CPNG
+private import CTurboJPEG
 private import CYUV
 
 /// Why a still picture could not be read.
 public enum StillImageError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Neither PNG nor JPEG by its first bytes.
     case unsupportedFormat
-    /// A PNG or JPEG libavcodec could not decode (cut short, corrupt).
+    /// A PNG or JPEG libpng or TurboJPEG could not decode (cut short, corrupt), with their reason.
     case corrupt(String)
-    /// Larger than the limit, in pixels.
+    /// Larger than the limit in pixels, or a side over 16384 (an `I420Frame`'s).
     case tooLarge(width: Int, height: Int, maximumPixels: Int)
-    /// A pixel format this reader does not turn into I420 (16-bit channels, grey with alpha).
+    /// A JPEG in a colour space this reader does not turn into I420 (CMYK or YCCK, as print
+    /// software writes: libjpeg has no conversion from them to RGB).
     case unsupportedPixelFormat(String)
 
     public var description: String {
         switch self {
         case .unsupportedFormat: "not a PNG or JPEG picture"
         case .corrupt(let why): "the picture cannot be decoded: \(why)"
-        case .tooLarge(let width, let height, let maximum): "the picture is \(width)x\(height), over the limit of \(maximum) pixels"
-        case .unsupportedPixelFormat(let name): "pixel format \(name) is not supported: use 8-bit RGB, RGBA, grey or a palette"
+        case .tooLarge(let width, let height, let maximum): "the picture is \(width)x\(height), over the limit of \(maximum) pixels or 16384 a side"
+        case .unsupportedPixelFormat(let name): "colour space \(name) is not supported: use an RGB or grey JPEG, or a PNG"
         }
     }
 }
 
-/// A PNG or JPEG picture (an avatar, a "camera off" card) decoded into an I420 frame: by
-/// libavcodec's `png` and `mjpeg` decoders, converted by libyuv (full-range JPEG YUV and RGB
-/// to the limited-range BT.601 the compositor draws). Alpha is dropped. The size is checked
-/// before any picture is allocated (`max_pixels`), so a small file that claims a huge picture
-/// costs nothing.
+/// A PNG or JPEG picture (an avatar, a "camera off" card) decoded into an I420 frame: PNG by
+/// libpng's simplified API, JPEG by TurboJPEG, both to 8-bit B, G, R, A (libyuv's ARGB), then
+/// converted by libyuv to the limited-range BT.601 the compositor draws (full-range JPEG YUV
+/// goes through RGB). Alpha is dropped, not composited. The size is checked before any picture
+/// is allocated, from the file's own header and again from the decoder's, so a small file that
+/// claims a huge picture costs nothing.
 public enum StillImage {
     public static func decode(_ bytes: [UInt8], maximumPixels: Int = 4096 * 4096) throws(StillImageError) -> I420Frame {
-        let codecID: AVCodecID
+        let isPNG: Bool
         if bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) {
-            codecID = AV_CODEC_ID_PNG
+            isPNG = true
         } else if bytes.starts(with: [0xFF, 0xD8, 0xFF]) {
-            codecID = AV_CODEC_ID_MJPEG
+            isPNG = false
         } else {
             throw .unsupportedFormat
         }
-        if let (width, height) = declaredSize(bytes, isPNG: codecID == AV_CODEC_ID_PNG),
-           width.multipliedReportingOverflow(by: height).overflow || width * height > maximumPixels {
-            throw .tooLarge(width: width, height: height, maximumPixels: maximumPixels)
+        if let (width, height) = declaredSize(bytes, isPNG: isPNG), let refusal = oversize(width: width, height: height, maximumPixels: maximumPixels) {
+            throw refusal
         }
-        _ = LibAV.quiet
-        guard let codec = avcodec_find_decoder(codecID) else { throw .corrupt("libavcodec has no \(codecID == AV_CODEC_ID_PNG ? "png" : "mjpeg") decoder") }
-        var allocated: UnsafeMutablePointer<AVCodecContext>? = avcodec_alloc_context3(codec)
-        defer { avcodec_free_context(&allocated) }
-        guard let context = allocated else { throw .corrupt("out of memory") }
-        context.pointee.max_pixels = Int64(maximumPixels)
-        guard avcodec_open2(context, codec, nil) >= 0 else { throw .corrupt("the decoder did not open") }
-        var allocatedPacket: UnsafeMutablePointer<AVPacket>? = av_packet_alloc()
-        defer { av_packet_free(&allocatedPacket) }
-        var allocatedFrame: UnsafeMutablePointer<AVFrame>? = av_frame_alloc()
-        defer { av_frame_free(&allocatedFrame) }
-        guard let packet = allocatedPacket, let frame = allocatedFrame else { throw .corrupt("out of memory") }
+        let (argb, width, height) = isPNG ? try decodePNG(bytes, maximumPixels: maximumPixels)
+                                          : try decodeJPEG(bytes, maximumPixels: maximumPixels)
+        var out = I420Frame(width: width, height: height)
+        let chromaStride = Int32(out.chromaWidth), w = Int32(width), h = Int32(height)
+        let status = out.withMutablePlanes { y, u, v in
+            argb.withUnsafeBufferPointer { ARGBToI420($0.baseAddress, w * 4, y, w, u, chromaStride, v, chromaStride, w, h) }
+        }
+        guard status == 0 else { throw .corrupt("conversion failed") }
+        return out
+    }
 
-        // The decoder reads up to AV_INPUT_BUFFER_PADDING_SIZE past the end: the copy is padded.
-        let padded = bytes + [UInt8](repeating: 0, count: Int(tessera_AV_INPUT_BUFFER_PADDING_SIZE()))
-        let sent: Int32 = padded.withUnsafeBufferPointer { buffer in
-            packet.pointee.data = UnsafeMutablePointer(mutating: buffer.baseAddress)
-            packet.pointee.size = Int32(bytes.count)
-            defer {
-                packet.pointee.data = nil
-                packet.pointee.size = 0
+    /// Why a picture of this size is refused: over `maximumPixels`, or a side over the 16384 an
+    /// `I420Frame` holds (a 20000x1 picture is within the pixels).
+    private static func oversize(width: Int, height: Int, maximumPixels: Int) -> StillImageError? {
+        let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
+        guard overflow || pixels > maximumPixels || width > 16384 || height > 16384 else { return nil }
+        return .tooLarge(width: width, height: height, maximumPixels: maximumPixels)
+    }
+
+    /// A PNG by libpng's simplified API, which turns every PNG (palette, grey, 16-bit channels,
+    /// with or without alpha, interlaced) into 8-bit BGRA, and catches its own errors (its
+    /// longjmp stays inside libpng): a failure is a 0 return and `image.message`.
+    private static func decodePNG(_ bytes: [UInt8], maximumPixels: Int) throws(StillImageError) -> (argb: [UInt8], width: Int, height: Int) {
+        var image = png_image()
+        image.version = png_uint_32(PNG_IMAGE_VERSION)
+        defer { png_image_free(&image) }  // after an error or a finished read libpng has freed it: a no-op then
+        var argb: [UInt8] = []
+        var refusal: StillImageError?
+        // libpng reads the memory until png_image_finish_read: both calls inside the one borrow.
+        let read: Int32 = bytes.withUnsafeBytes { source in
+            guard png_image_begin_read_from_memory(&image, source.baseAddress, source.count) != 0 else { return 0 }
+            refusal = oversize(width: Int(image.width), height: Int(image.height), maximumPixels: maximumPixels)
+            guard refusal == nil else { return 1 }
+            // Untagged 16-bit samples are sRGB, as browsers take every untagged PNG; libpng's
+            // simplified API would take them as linear, and lighten them (png.h on this flag).
+            image.flags |= png_uint_32(PNG_IMAGE_FLAG_16BIT_sRGB)
+            // With alpha kept, 8-bit colours come as they are ("not scaled (pre-multiplied) by the
+            // alpha channel", png.h); without, libpng would composite them onto a background.
+            image.format = png_uint_32(PNG_FORMAT_BGRA)
+            argb = [UInt8](repeating: 0, count: Int(image.width) * Int(image.height) * 4)
+            return argb.withUnsafeMutableBytes { target in
+                png_image_finish_read(&image, nil, target.baseAddress, Int32(image.width) * 4, nil)
             }
-            return avcodec_send_packet(context, packet)
         }
-        var status = sent >= 0 ? avcodec_receive_frame(context, frame) : sent
-        if status == tessera_AVERROR_EAGAIN() {
-            avcodec_send_packet(context, nil)  // drain: a decoder that holds the picture back gives it now
-            status = avcodec_receive_frame(context, frame)
+        if let refusal { throw refusal }
+        guard read != 0 else {
+            let message = withUnsafeBytes(of: image.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            throw .corrupt(message)
         }
-        guard status >= 0 else { throw .corrupt(LibAV.message(status)) }
-        return try convert(frame)
+        guard image.width > 0, image.height > 0 else { throw .corrupt("an empty picture") }
+        return (argb, Int(image.width), Int(image.height))
+    }
+
+    /// A JPEG by TurboJPEG: its header for the size and colour space, then the picture as BGRA.
+    private static func decodeJPEG(_ bytes: [UInt8], maximumPixels: Int) throws(StillImageError) -> (argb: [UInt8], width: Int, height: Int) {
+        guard let handle = tjInitDecompress() else { throw .corrupt(turboJPEGError(nil)) }
+        defer { tjDestroy(handle) }
+        // TurboJPEG 2.x returns -1 for a warning (TJERR_WARNING) as for an error, and
+        // tjDecompressHeader3 refuses a sampling it has no TJSAMP for (subsampling -1) that
+        // tjDecompress2 decodes all the same: both have read the size. A header cut short can
+        // come back as a warning, or even 0, with no size: the size decides, with TurboJPEG's message.
+        func failed(_ status: Int32) -> Bool { status != 0 && tjGetErrorCode(handle) != Int32(TJERR_WARNING.rawValue) }
+        var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorSpace: Int32 = -1
+        let header = bytes.withUnsafeBufferPointer { source in
+            tjDecompressHeader3(handle, source.baseAddress, UInt(source.count), &width, &height, &subsampling, &colorSpace)
+        }
+        guard !failed(header) || subsampling < 0, width > 0, height > 0 else { throw .corrupt(turboJPEGError(handle)) }
+        if let refusal = oversize(width: Int(width), height: Int(height), maximumPixels: maximumPixels) { throw refusal }
+        if colorSpace == Int32(TJCS_CMYK.rawValue) { throw .unsupportedPixelFormat("CMYK") }
+        if colorSpace == Int32(TJCS_YCCK.rawValue) { throw .unsupportedPixelFormat("YCCK") }
+
+        var argb = [UInt8](repeating: 0, count: Int(width) * Int(height) * 4)
+        // TJFLAG_LIMITSCANS: over 500 progressive scans is an error, not minutes of CPU
+        // (libjpeg-turbo's "Two Issues with the JPEG Standard"). tjDecompress2 scales a larger
+        // picture down to fit width x height, so it never writes past the buffer.
+        let status = argb.withUnsafeMutableBufferPointer { target in
+            bytes.withUnsafeBufferPointer { source in
+                tjDecompress2(handle, source.baseAddress, UInt(source.count), target.baseAddress, width, width * 4, height,
+                              Int32(TJPF_BGRA.rawValue), TJFLAG_LIMITSCANS)
+            }
+        }
+        // A warning is a picture: libjpeg has recovered from what it warns about (extraneous bytes
+        // before a marker, as some cameras write; data cut short, filled in grey), as browsers show
+        // such files. TurboJPEG 2.x keeps the warning flag through a fatal error that follows one,
+        // so such a picture comes out cut short (black below): still only our zeroed buffer.
+        guard !failed(status) else { throw .corrupt(turboJPEGError(handle)) }
+        return (argb, Int(width), Int(height))
+    }
+
+    /// TurboJPEG's last error (the instance's, else the thread's: `tjGetErrorStr2`).
+    private static func turboJPEGError(_ handle: tjhandle?) -> String {
+        tjGetErrorStr2(handle).map { String(cString: $0) } ?? "unknown error"
     }
 
     /// The size the file says its picture has: PNG's IHDR (RFC 2083 §4.1.1), or a JPEG's first
@@ -95,71 +158,5 @@ public enum StillImage {
             offset += 2 + length
         }
         return nil
-    }
-
-    /// The decoded picture as I420, from the formats PNG and JPEG decode to.
-    private static func convert(_ frame: UnsafeMutablePointer<AVFrame>) throws(StillImageError) -> I420Frame {
-        let width = Int(frame.pointee.width), height = Int(frame.pointee.height)
-        guard width > 0, height > 0 else { throw .corrupt("an empty picture") }
-        let format = AVPixelFormat(rawValue: frame.pointee.format)
-        let planes = (frame.pointee.data.0, frame.pointee.data.1, frame.pointee.data.2)
-        let strides = (frame.pointee.linesize.0, frame.pointee.linesize.1, frame.pointee.linesize.2)
-        var out = I420Frame(width: width, height: height)
-        let chromaStride = Int32(out.chromaWidth)
-        let w = Int32(width), h = Int32(height)
-        // Formats libyuv turns into I420 in one step.
-        let direct: Int32? = out.withMutablePlanes { y, u, v -> Int32? in
-            guard let source = planes.0 else { return -1 }
-            switch format {
-            case AV_PIX_FMT_RGBA: return ABGRToI420(source, strides.0, y, w, u, chromaStride, v, chromaStride, w, h)
-            case AV_PIX_FMT_BGRA: return ARGBToI420(source, strides.0, y, w, u, chromaStride, v, chromaStride, w, h)
-            case AV_PIX_FMT_RGB24: return RAWToI420(source, strides.0, y, w, u, chromaStride, v, chromaStride, w, h)
-            case AV_PIX_FMT_BGR24: return RGB24ToI420(source, strides.0, y, w, u, chromaStride, v, chromaStride, w, h)
-            case AV_PIX_FMT_YUV420P:
-                guard let sourceU = planes.1, let sourceV = planes.2 else { return -1 }
-                return I420Copy(source, strides.0, sourceU, strides.1, sourceV, strides.2, y, w, u, chromaStride, v, chromaStride, w, h)
-            default: return nil
-            }
-        }
-        if let direct {
-            guard direct == 0 else { throw .corrupt("conversion failed") }
-            return out
-        }
-        // The others through ARGB (libyuv's byte order B, G, R, A).
-        var argb = [UInt8](repeating: 255, count: width * height * 4)
-        let converted: Int32 = argb.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            guard let target = buffer.baseAddress, let source = planes.0 else { return -1 }
-            let stride = w * 4
-            switch format {
-            case AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_YUVJ422P, AV_PIX_FMT_YUVJ444P:
-                guard let sourceU = planes.1, let sourceV = planes.2 else { return -1 }
-                let convert = format == AV_PIX_FMT_YUVJ420P ? J420ToARGB : format == AV_PIX_FMT_YUVJ422P ? J422ToARGB : J444ToARGB
-                return convert(source, strides.0, sourceU, strides.1, sourceV, strides.2, target, stride, w, h)
-            case AV_PIX_FMT_GRAY8:
-                return J400ToARGB(source, strides.0, target, stride, w, h)
-            case AV_PIX_FMT_PAL8:
-                // data[1] holds 256 entries of native-endian 0xAARRGGBB: B, G, R, A in memory here.
-                guard let palette = planes.1 else { return -1 }
-                for row in 0..<height {
-                    for column in 0..<width {
-                        let index = Int(source[row * Int(strides.0) + column]) * 4
-                        let pixel = (row * width + column) * 4
-                        for channel in 0..<4 { target[pixel + channel] = palette[index + channel] }
-                    }
-                }
-                return 0
-            default:
-                return -2
-            }
-        }
-        if converted == -2 {
-            throw .unsupportedPixelFormat(av_get_pix_fmt_name(format).map { String(cString: $0) } ?? "\(format.rawValue)")
-        }
-        guard converted == 0 else { throw .corrupt("conversion failed") }
-        let status = out.withMutablePlanes { y, u, v in
-            argb.withUnsafeBufferPointer { ARGBToI420($0.baseAddress, w * 4, y, w, u, chromaStride, v, chromaStride, w, h) }
-        }
-        guard status == 0 else { throw .corrupt("conversion failed") }
-        return out
     }
 }

@@ -1,27 +1,33 @@
-private import CAVFormat
+#if canImport(Glibc)
+import Glibc
+#endif
 private import COpus
 import Wire
 
-/// Writes already-encoded VP8 frames and Opus packets into a WebM file (libavformat's "webm"
-/// muxer): what a recording is.
+/// Writes already-encoded VP8 frames and Opus packets into a WebM file: what a recording is.
+/// WebM is a small subset of Matroska over EBML (RFC 8794), written here element by element
+/// (`EBMLBuffer`): an EBML header, then a Segment holding Info, Tracks, Clusters of SimpleBlocks
+/// and, at the end, Cues and a SeekHead.
 ///
 /// Crash tolerance: a recording killed mid-way (SIGKILL, a crashed host) still plays up to its
-/// last second or so, because nothing it needs is left to the trailer:
-/// - clusters are closed at least every second (`cluster_time_limit` 1000 ms, and at 256 KiB by
-///   `cluster_size_limit`), and libavformat keeps a cluster in memory until it is closed;
-/// - every packet call ends with an `avio_flush` (`flush_packets` 1), so a closed cluster reaches
-///   the file at once; the header is flushed as soon as it is written;
-/// - the interleaving queue holds at most a second (`max_interleave_delta`), so a stalled stream
-///   (a camera switched off) does not hold the other one back for libavformat's default 10 s;
-/// - the segment is written with an unknown size and the clusters carry their own timestamps,
-///   so a demuxer reads a file without cues or a duration to its last complete cluster.
-/// `finish()` then adds what only helps seeking and display: the cues, the duration and the
-/// segment's size. `live` mode is not used: it would leave those out of finished files too.
+/// last second or so, because nothing it needs is left to the end:
+/// - the header (EBML header, Info, Tracks) reaches the file when the writer is made;
+/// - a cluster is kept in memory while it fills and written whole, with its own timestamp, the
+///   moment it closes: at least every second (`clusterTimeLimit`), at 256 KiB
+///   (`clusterSizeLimit`), and at a video key frame once it holds 4 KiB;
+/// - the Segment is written with an unknown size, so a demuxer reads a file without cues or a
+///   duration to its last complete cluster;
+/// - the interleaving queue holds at most a second (`interleaveLimit`), so a stalled stream (a
+///   camera switched off) does not hold the other one back for long.
+/// `finish()` then adds what only helps seeking and display: the cues, the duration, the
+/// SeekHead and the Segment's size, each into space the header kept for it or at the end.
 ///
-/// Timestamps are milliseconds in the file (WebM's time base, 1/1000). Within a stream they may
-/// repeat but not go back: an earlier one is refused with `.timestampWentBackwards` and the
-/// packet is not written, so a caller's clock hiccup costs one packet and never the file.
-/// An Opus stream may start before zero by its pre-skip, as encoders and Ogg files do.
+/// Timestamps are milliseconds in the file (TimecodeScale 1,000,000 ns). Within a stream they
+/// may repeat but not go back: an earlier one is refused with `.timestampWentBackwards` and the
+/// packet is not written, so a caller's clock hiccup costs one packet and never the file. An
+/// Opus stream may start before zero by its pre-skip, as encoders and Ogg files do: WebM's
+/// CodecDelay says how much a reader takes off each Opus block, so every Opus block is written
+/// at its time plus the pre-skip.
 ///
 /// Not shared across threads: one recorder owns a writer. `deinit` finishes an unfinished file.
 public final class WebMWriter {
@@ -47,47 +53,61 @@ public final class WebMWriter {
         }
     }
 
-    /// Muxer options for crash tolerance (see the type's documentation).
-    static let muxerOptions: [(String, String)] = [
-        ("cluster_time_limit", "1000"),
-        ("cluster_size_limit", "262144"),
-        ("flush_packets", "1"),
-        ("max_interleave_delta", "1000000"),
-        // Never shift the caller's times: an Opus pre-skip is WebM's CodecDelay (see
-        // `muxerAddsCodecDelay`), not a reason to move every stream later.
-        ("avoid_negative_ts", "disabled"),
-    ]
-
-    private struct Stream {
-        var index: Int32
-        var timeBase: AVRational
-        /// The last timestamp written, in `timeBase`.
-        var last: Int64?
-        /// The earliest timestamp allowed (below zero by an Opus pre-skip).
-        var lowest: Int64
-        /// Added to every timestamp before libavformat sees it (see `codecDelayOffset`).
-        var offset: Int64 = 0
-    }
-
-    /// WebM's CodecDelay element says how much to subtract from each Opus block's timestamp, so a
-    /// block must be written at its presentation time plus the pre-skip. libavformat after
-    /// 59.30.100 does that itself; up to that version (Debian 12 has 59.27) it leaves the
-    /// timestamp as it is, and by default shifts every stream by the pre-skip instead, putting
-    /// the video 7 ms late. With those versions the writer adds the pre-skip itself.
-    static let muxerAddsCodecDelay = avformat_version() > (59 << 16 | 30 << 8 | 100)
+    /// A cluster closes when it spans this long (milliseconds), …
+    static let clusterTimeLimit: Int64 = 1000
+    /// … holds this many bytes, …
+    static let clusterSizeLimit = 256 * 1024
+    /// … or holds this many when a video key frame comes (a cluster then starts at a key frame,
+    /// where a player can begin).
+    static let clusterKeyFrameSize = 4 * 1024
+    /// The longest span of packets the interleaving queue holds while waiting for a stream
+    /// that sends nothing (milliseconds).
+    static let interleaveLimit: Int64 = 1000
+    /// Bytes kept after the EBML header for the SeekHead `finish()` writes.
+    static let seekHeadSpace = 96
 
     public let path: String
     public let video: VideoTrack?
     public let audio: AudioTrack?
-    private var context: UnsafeMutablePointer<AVFormatContext>?
-    private var packet: UnsafeMutablePointer<AVPacket>?
+    public private(set) var isFinished = false
+
+    private struct Stream {
+        var number: UInt8
+        /// The last timestamp accepted, as given and in file milliseconds.
+        var last: (given: Duration, file: Int64)?
+        /// Added to every timestamp before it is rounded to the file's milliseconds (an Opus
+        /// track's CodecDelay), so the earliest allowed, -offset, is 0 in the file.
+        var offset: Duration
+        /// The end of its last packet, in file milliseconds: the file's duration.
+        var end: Int64 = 0
+    }
+
+    private struct Queued {
+        var kind: PacketKind
+        var time: Int64
+        var isKeyFrame: Bool
+        var data: [UInt8]
+    }
+
+    private var descriptor: Int32 = -1
+    /// Where the Segment's data begins in the file: positions in the SeekHead and Cues count
+    /// from here.
+    private var segmentStart = 0
+    /// Where the Segment's size field is, and the Duration's space, and the SeekHead's.
+    private var segmentSizeOffset = 0, durationOffset = 0, seekHeadOffset = 0
+    private var infoPosition = 0, tracksPosition = 0
+    /// Bytes written so far: the next element's position.
+    private var written = 0
     private var videoStream: Stream?
     private var audioStream: Stream?
-    public private(set) var isFinished = false
+    /// Packets waiting for the other stream (interleaving), in arrival order per stream.
+    private var queue: [Queued] = []
+    /// The cluster being filled: its time, its SimpleBlocks, and whether it has an audio cue.
+    private var cluster: (time: Int64, blocks: EBMLBuffer, cued: Bool)?
+    private var cues: [(time: Int64, track: UInt8, clusterPosition: Int)] = []
 
     /// Creates (or replaces) the file at `path` and writes the WebM header.
     public init(path: String, video: VideoTrack?, audio: AudioTrack?) throws(MediaContainerError) {
-        _ = LibAV.quiet
         self.path = path
         self.video = video
         self.audio = audio
@@ -101,10 +121,21 @@ public final class WebMWriter {
             }
             guard (0...48_000).contains(audio.preSkip) else { throw .invalidConfiguration("pre-skip \(audio.preSkip) is out of range") }
         }
+        descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw Self.ioError("open \(path)") }
+        var number: UInt8 = 1
+        if video != nil {
+            videoStream = Stream(number: number, offset: .zero)
+            number += 1
+        }
+        if let audio {
+            audioStream = Stream(number: number, offset: .nanoseconds(Int64(audio.preSkip) * 1_000_000_000 / 48_000))
+        }
         do {
-            try open()
+            try writeHeader()
         } catch {
-            release()
+            close(descriptor)
+            descriptor = -1
             isFinished = true
             throw error
         }
@@ -112,7 +143,7 @@ public final class WebMWriter {
 
     deinit {
         if !isFinished { try? finish() }
-        release()
+        if descriptor >= 0 { close(descriptor) }
     }
 
     /// Writes one encoded VP8 frame. `timestamp` is its time since the recording's start.
@@ -121,8 +152,10 @@ public final class WebMWriter {
         guard var stream = videoStream else { throw .noSuchStream(.video) }
         guard !frame.isEmpty else { throw .emptyPacket(.video) }
         guard stream.last != nil || isKeyFrame else { throw .firstVideoFrameIsNotKey }
-        try write(frame, to: &stream, kind: .video, timestamp: timestamp, isKeyFrame: isKeyFrame, duration: 0)
+        let time = try accept(timestamp, kind: .video, stream: &stream)
+        stream.end = max(stream.end, time)
         videoStream = stream
+        try enqueue(Queued(kind: .video, time: time, isKeyFrame: isKeyFrame, data: frame))
     }
 
     /// Writes one Opus packet. `timestamp` is the time of its first sample since the recording's
@@ -131,134 +164,242 @@ public final class WebMWriter {
         guard !isFinished else { throw .finished }
         guard var stream = audioStream else { throw .noSuchStream(.audio) }
         guard !packet.isEmpty else { throw .emptyPacket(.audio) }
+        let time = try accept(timestamp, kind: .audio, stream: &stream)
         // The packet's length from its TOC byte (RFC 6716 §3.1), so the file's duration includes
-        // the last packet; 0 (unknown) for a malformed one, which libavformat accepts.
+        // the last packet; 0 for a malformed one.
         let samples = packet.withUnsafeBufferPointer { buffer -> Int32 in
             guard let base = buffer.baseAddress else { return 0 }
             return opus_packet_get_nb_samples(base, Int32(clamping: buffer.count), 48_000)
         }
-        let duration = samples > 0 ? av_rescale_q(Int64(samples), AVRational(num: 1, den: 48_000), stream.timeBase) : 0
-        try write(packet, to: &stream, kind: .audio, timestamp: timestamp, isKeyFrame: true, duration: duration)
+        stream.end = max(stream.end, time + Int64(max(0, samples)) / 48)
         audioStream = stream
+        try enqueue(Queued(kind: .audio, time: time, isKeyFrame: true, data: packet))
     }
 
-    /// Writes the packets still queued for interleaving and the trailer (cues, duration), and
-    /// closes the file. A second call does nothing.
+    /// Writes the packets still queued for interleaving, the last cluster, the cues, the
+    /// duration, the SeekHead and the Segment's size, and closes the file. A second call does
+    /// nothing.
     public func finish() throws(MediaContainerError) {
         guard !isFinished else { return }
         isFinished = true
-        defer { release() }
-        guard let context else { return }
-        let trailer = av_write_trailer(context)
-        let close = avio_closep(&context.pointee.pb)
-        if trailer < 0 { throw LibAV.error("av_write_trailer", trailer) }
-        if close < 0 { throw LibAV.error("avio_closep", close) }
-    }
-
-    // MARK: - libavformat
-
-    private func open() throws(MediaContainerError) {
-        var context: UnsafeMutablePointer<AVFormatContext>?
-        let url = LibAV.fileURL(path)
-        var status = avformat_alloc_output_context2(&context, nil, "webm", url)
-        guard status >= 0, let context else { throw LibAV.error("avformat_alloc_output_context2", status) }
-        self.context = context
-        guard let packet = av_packet_alloc() else { throw LibAV.error("av_packet_alloc", tessera_AVERROR(ENOMEM)) }
-        self.packet = packet
-
-        if let video {
-            guard let stream = avformat_new_stream(context, nil) else { throw LibAV.error("avformat_new_stream", tessera_AVERROR(ENOMEM)) }
-            let parameters = stream.pointee.codecpar!
-            parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
-            parameters.pointee.codec_id = AV_CODEC_ID_VP8
-            parameters.pointee.width = Int32(video.width)
-            parameters.pointee.height = Int32(video.height)
-            stream.pointee.time_base = LibAV.milliseconds
+        defer {
+            if descriptor >= 0 { close(descriptor) }
+            descriptor = -1
         }
-        if let audio {
-            guard let stream = avformat_new_stream(context, nil) else { throw LibAV.error("avformat_new_stream", tessera_AVERROR(ENOMEM)) }
-            let parameters = stream.pointee.codecpar!
-            parameters.pointee.codec_type = AVMEDIA_TYPE_AUDIO
-            parameters.pointee.codec_id = AV_CODEC_ID_OPUS
-            parameters.pointee.sample_rate = 48_000
-            av_channel_layout_default(&parameters.pointee.ch_layout, Int32(audio.channels))
-            // libavformat writes CodecDelay and SeekPreRoll from these, and lets the first
-            // packets start before zero by the pre-skip.
-            parameters.pointee.initial_padding = Int32(audio.preSkip)
-            parameters.pointee.seek_preroll = 3840  // 80 ms, RFC 7845 §4.6
-            let head = Self.opusHead(channels: audio.channels, preSkip: audio.preSkip)
-            let padding = Int(tessera_AV_INPUT_BUFFER_PADDING_SIZE())
-            guard let extradata = av_mallocz(head.count + padding)?.assumingMemoryBound(to: UInt8.self) else {
-                throw LibAV.error("av_mallocz", tessera_AVERROR(ENOMEM))
+        guard descriptor >= 0 else { return }
+        while !queue.isEmpty { try writeEarliest() }
+        try closeCluster()
+
+        let cuesPosition = written - segmentStart
+        if !cues.isEmpty {
+            var element = EBMLBuffer()
+            element.master(EBMLID.cues) { cuesElement in
+                for cue in cues {
+                    cuesElement.master(EBMLID.cuePoint) { point in
+                        point.unsigned(EBMLID.cueTime, UInt64(cue.time))
+                        point.master(EBMLID.cueTrackPositions) { positions in
+                            positions.unsigned(EBMLID.cueTrack, UInt64(cue.track))
+                            positions.unsigned(EBMLID.cueClusterPosition, UInt64(cue.clusterPosition))
+                        }
+                    }
+                }
             }
-            extradata.update(from: head, count: head.count)
-            parameters.pointee.extradata = extradata
-            parameters.pointee.extradata_size = Int32(head.count)
-            stream.pointee.time_base = LibAV.milliseconds
+            try append(element.bytes)
         }
+        let segmentSize = written - segmentStart
 
-        status = avio_open(&context.pointee.pb, url, AVIO_FLAG_WRITE)
-        guard status >= 0 else { throw LibAV.error("avio_open \(path)", status) }
-
-        var options: OpaquePointer?
-        defer { av_dict_free(&options) }
-        for (key, value) in Self.muxerOptions { av_dict_set(&options, key, value, 0) }
-        status = avformat_write_header(context, &options)
-        guard status >= 0 else { throw LibAV.error("avformat_write_header", status) }
-        if let unused = av_dict_get(options, "", nil, AV_DICT_IGNORE_SUFFIX) {
-            // An option this libavformat does not know: crash tolerance would be silently lost.
-            throw .invalidConfiguration("libavformat ignored the muxer option \(String(cString: unused.pointee.key))")
+        var seekHead = EBMLBuffer()
+        seekHead.master(EBMLID.seekHead) { head in
+            var entries = [(EBMLID.info, infoPosition), (EBMLID.tracks, tracksPosition)]
+            if !cues.isEmpty { entries.append((EBMLID.cues, cuesPosition)) }
+            for (id, position) in entries {
+                head.master(EBMLID.seek) { seek in
+                    var idBytes = EBMLBuffer()
+                    idBytes.id(id)
+                    seek.binary(EBMLID.seekID, idBytes.bytes)
+                    seek.unsigned(EBMLID.seekPosition, UInt64(position))
+                }
+            }
         }
-        avio_flush(context.pointee.pb)
+        seekHead.void(total: Self.seekHeadSpace - seekHead.bytes.count)
+        try write(seekHead.bytes, at: seekHeadOffset)
 
-        // avformat_write_header may change the time bases; read them back.
-        var index: Int32 = 0
-        if video != nil {
-            videoStream = Stream(index: index, timeBase: context.pointee.streams[Int(index)]!.pointee.time_base, last: nil, lowest: 0)
-            index += 1
+        var duration = EBMLBuffer()
+        duration.float(EBMLID.duration, Double(max(videoStream?.end ?? 0, audioStream?.end ?? 0)))
+        try write(duration.bytes, at: durationOffset)
+
+        var size = EBMLBuffer()
+        size.size(UInt64(segmentSize), length: 8)
+        try write(size.bytes, at: segmentSizeOffset)
+    }
+
+    // MARK: - Header
+
+    private func writeHeader() throws(MediaContainerError) {
+        var header = EBMLBuffer()
+        header.master(EBMLID.ebml) { ebml in
+            ebml.unsigned(EBMLID.ebmlVersion, 1)
+            ebml.unsigned(EBMLID.ebmlReadVersion, 1)
+            ebml.unsigned(EBMLID.ebmlMaxIDLength, 4)
+            ebml.unsigned(EBMLID.ebmlMaxSizeLength, 8)
+            ebml.string(EBMLID.docType, "webm")
+            ebml.unsigned(EBMLID.docTypeVersion, 4)
+            ebml.unsigned(EBMLID.docTypeReadVersion, 2)
         }
-        if let audio {
-            let timeBase = context.pointee.streams[Int(index)]!.pointee.time_base
-            let preSkip = av_rescale_q(Int64(audio.preSkip), AVRational(num: 1, den: 48_000), timeBase)
-            audioStream = Stream(index: index, timeBase: timeBase, last: nil, lowest: -preSkip,
-                                 offset: Self.muxerAddsCodecDelay ? 0 : preSkip)
+        header.id(EBMLID.segment)
+        segmentSizeOffset = header.bytes.count
+        header.bytes += [0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]  // unknown size, until finish()
+        segmentStart = header.bytes.count
+        seekHeadOffset = header.bytes.count
+        header.void(total: Self.seekHeadSpace)
+
+        infoPosition = header.bytes.count - segmentStart
+        header.master(EBMLID.info) { info in
+            info.unsigned(EBMLID.timecodeScale, 1_000_000)
+            info.string(EBMLID.muxingApp, "Tessera")
+            info.string(EBMLID.writingApp, "Tessera")
+            info.void(total: 11)  // the Duration's space: ID (2 bytes), size (1), a 64-bit float
+        }
+        durationOffset = header.bytes.count - 11
+
+        tracksPosition = header.bytes.count - segmentStart
+        header.master(EBMLID.tracks) { tracks in
+            if let video, let stream = videoStream {
+                tracks.master(EBMLID.trackEntry) { entry in
+                    entry.unsigned(EBMLID.trackNumber, UInt64(stream.number))
+                    entry.unsigned(EBMLID.trackUID, UInt64(stream.number))
+                    entry.unsigned(EBMLID.trackType, 1)
+                    entry.unsigned(EBMLID.flagLacing, 0)
+                    entry.string(EBMLID.codecID, "V_VP8")
+                    entry.master(EBMLID.video) { picture in
+                        picture.unsigned(EBMLID.pixelWidth, UInt64(video.width))
+                        picture.unsigned(EBMLID.pixelHeight, UInt64(video.height))
+                    }
+                }
+            }
+            if let audio, let stream = audioStream {
+                tracks.master(EBMLID.trackEntry) { entry in
+                    entry.unsigned(EBMLID.trackNumber, UInt64(stream.number))
+                    entry.unsigned(EBMLID.trackUID, UInt64(stream.number))
+                    entry.unsigned(EBMLID.trackType, 2)
+                    entry.unsigned(EBMLID.flagLacing, 0)
+                    entry.string(EBMLID.codecID, "A_OPUS")
+                    entry.binary(EBMLID.codecPrivate, Self.opusHead(channels: audio.channels, preSkip: audio.preSkip))
+                    // RFC 7845 §4.2's pre-skip, and §4.6's 80 ms of decoding before a seek point.
+                    entry.unsigned(EBMLID.codecDelay, UInt64(audio.preSkip) * 1_000_000_000 / 48_000)
+                    entry.unsigned(EBMLID.seekPreRoll, 80_000_000)
+                    entry.master(EBMLID.audio) { sound in
+                        sound.float(EBMLID.samplingFrequency, 48_000)
+                        sound.unsigned(EBMLID.channels, UInt64(audio.channels))
+                    }
+                }
+            }
+        }
+        try append(header.bytes)
+    }
+
+    // MARK: - Packets
+
+    /// The packet's time in the file, or why it is refused.
+    private func accept(_ timestamp: Duration, kind: PacketKind, stream: inout Stream) throws(MediaContainerError) -> Int64 {
+        let time = Self.milliseconds(nanoseconds: (timestamp + stream.offset).nanosecondsClamped)
+        if time < (stream.last?.file ?? 0) {
+            throw .timestampWentBackwards(kind, previous: stream.last?.given ?? .zero - stream.offset, given: timestamp)
+        }
+        guard time <= Int64(1) << 40 else { throw .invalidConfiguration("a \(kind) timestamp of \(timestamp)") }
+        stream.last = (timestamp, time)
+        return time
+    }
+
+    /// Queues a packet and writes what interleaving lets go: while every stream has a packet
+    /// waiting, or the waiting span is longer than `interleaveLimit`, the earliest.
+    private func enqueue(_ packet: Queued) throws(MediaContainerError) {
+        queue.append(packet)
+        let streams = (videoStream != nil ? 1 : 0) + (audioStream != nil ? 1 : 0)
+        while let first = queue.first {
+            var hasVideo = false, hasAudio = false
+            var earliest = first.time, latest = first.time, earliestIndex = 0
+            for (index, waiting) in queue.enumerated() {
+                if waiting.kind == .video { hasVideo = true } else { hasAudio = true }
+                if waiting.time < earliest { (earliest, earliestIndex) = (waiting.time, index) }
+                latest = max(latest, waiting.time)
+            }
+            guard (hasVideo ? 1 : 0) + (hasAudio ? 1 : 0) == streams || latest - earliest > Self.interleaveLimit else { return }
+            try writeBlock(queue.remove(at: earliestIndex))
         }
     }
 
-    private func write(_ bytes: [UInt8], to stream: inout Stream, kind: PacketKind, timestamp: Duration,
-                       isKeyFrame: Bool, duration: Int64) throws(MediaContainerError) {
-        guard let context, let packet else { throw .finished }
-        let time = LibAV.value(timestamp, in: stream.timeBase)
-        if time < (stream.last ?? stream.lowest) {
-            let previous = stream.last.map { LibAV.duration($0, in: stream.timeBase) } ?? LibAV.duration(stream.lowest, in: stream.timeBase)
-            throw .timestampWentBackwards(kind, previous: previous, given: timestamp)
-        }
-        guard bytes.count < Int32.max - 64 else { throw .invalidConfiguration("a \(bytes.count)-byte \(kind) packet") }
-        var status = av_new_packet(packet, Int32(bytes.count))
-        guard status >= 0 else { throw LibAV.error("av_new_packet", status) }
-        bytes.withUnsafeBufferPointer { source in
-            guard let base = source.baseAddress else { return }
-            packet.pointee.data.update(from: base, count: source.count)
-        }
-        packet.pointee.stream_index = stream.index
-        packet.pointee.pts = time + stream.offset
-        packet.pointee.dts = time + stream.offset
-        packet.pointee.duration = duration
-        packet.pointee.flags = isKeyFrame ? AV_PKT_FLAG_KEY : 0
-        // Takes the packet's data and leaves `packet` blank for the next call.
-        status = av_interleaved_write_frame(context, packet)
-        av_packet_unref(packet)
-        guard status >= 0 else { throw LibAV.error("av_interleaved_write_frame (\(kind))", status) }
-        stream.last = time
+    private func writeEarliest() throws(MediaContainerError) {
+        guard let index = queue.indices.min(by: { queue[$0].time < queue[$1].time }) else { return }
+        try writeBlock(queue.remove(at: index))
     }
 
-    private func release() {
-        if let context {
-            if context.pointee.pb != nil { avio_closep(&context.pointee.pb) }
-            avformat_free_context(context)
-            self.context = nil
+    private func writeBlock(_ packet: Queued) throws(MediaContainerError) {
+        guard let number = (packet.kind == .video ? videoStream : audioStream)?.number else { return }
+        if let open = cluster {
+            let relative = packet.time - open.time
+            if open.blocks.bytes.count >= Self.clusterSizeLimit || relative > Self.clusterTimeLimit || relative < Int64(Int16.min)
+                || (packet.kind == .video && packet.isKeyFrame && open.blocks.bytes.count >= Self.clusterKeyFrameSize) {
+                try closeCluster()
+            }
         }
-        if packet != nil { av_packet_free(&packet) }
+        // Taken out while it grows, so appending does not copy the cluster's bytes.
+        var open = cluster.take() ?? (packet.time, EBMLBuffer(), false)
+        // A cue at each video key frame; with no video, at each cluster's first audio block.
+        if packet.kind == .video ? packet.isKeyFrame : (videoStream == nil && !open.cued) {
+            cues.append((packet.time, number, written - segmentStart))
+            open.cued = true
+        }
+        // SimpleBlock (Matroska §10.3): track number, 16-bit time from the cluster's, flags.
+        let relative = Int16(clamping: packet.time - open.time)
+        open.blocks.id(EBMLID.simpleBlock)
+        open.blocks.size(UInt64(4 + packet.data.count))
+        open.blocks.bytes += [0x80 | number, UInt8(truncatingIfNeeded: UInt16(bitPattern: relative) >> 8),
+                              UInt8(truncatingIfNeeded: UInt16(bitPattern: relative)), packet.isKeyFrame ? 0x80 : 0]
+        open.blocks.bytes += packet.data
+        cluster = open
+    }
+
+    private func closeCluster() throws(MediaContainerError) {
+        guard let open = cluster.take() else { return }
+        var element = EBMLBuffer()
+        element.id(EBMLID.cluster)
+        var timecode = EBMLBuffer()
+        timecode.unsigned(EBMLID.clusterTimecode, UInt64(open.time))
+        element.size(UInt64(timecode.bytes.count + open.blocks.bytes.count))
+        element.bytes += timecode.bytes
+        element.bytes += open.blocks.bytes
+        try append(element.bytes)
+    }
+
+    // MARK: - The file
+
+    private func append(_ bytes: [UInt8]) throws(MediaContainerError) {
+        try write(bytes, at: written)
+        written += bytes.count
+    }
+
+    private func write(_ bytes: [UInt8], at offset: Int) throws(MediaContainerError) {
+        var done = 0
+        while done < bytes.count {
+            let count = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress.map { $0 + done }, bytes.count - done, off_t(offset + done)) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Self.ioError("write \(path)")
+            }
+            done += count
+        }
+    }
+
+    private static func ioError(_ operation: String) -> MediaContainerError {
+        .io(operation: operation, code: errno, message: String(cString: strerror(errno)))
+    }
+
+    /// Nanoseconds to the file's milliseconds, to the nearest (halves away from zero; through
+    /// microseconds, so no sum overflows).
+    static func milliseconds(nanoseconds: Int64) -> Int64 {
+        let microseconds = nanoseconds / 1000
+        return microseconds >= 0 ? (microseconds + 500) / 1000 : -((500 - microseconds) / 1000)
     }
 
     /// The Opus identification header (RFC 7845 §5.1) that WebM carries as CodecPrivate:

@@ -90,23 +90,23 @@ import WireTesting
     }
 
     /// A file that cannot be written (`/dev/full`: every write fails with ENOSPC, as on a full
-    /// disk) ends the recording by itself with the reason, without a trap; the tracks go on.
-    @Test func aFullDiskEndsTheRecordingWithItsReason() throws {
+    /// disk) refuses the recording at its start with the reason, without a trap: the WebM header
+    /// is written when the recording starts, so the caller (the HTTP request) hears it at once.
+    /// The tracks go on. (A write failing later ends the recording by itself: the next test.)
+    @Test func aFullDiskRefusesTheRecordingWithItsReason() throws {
         let clock = ManualClock()
         let camera = VideoTrack(id: "room/composite")
         let mix = AudioTrack(id: "room/mix")
-        let recorder = try TrackRecorder(path: "/dev/full", videoTrack: camera, audioTrack: mix,
-                                         configuration: .init(width: 320, height: 180, framesPerSecond: 30), now: clock.now())
-        for frame in 0..<300 where recorder.isRecording {
-            camera.push(I420Frame(width: 320, height: 180, color: YUVColor(y: UInt8(frame % 200 + 20), u: 90, v: 160), timestamp: clock.now()),
-                        now: clock.now())
-            mix.push(AudioFrame(channels: 1, samples: (0..<AudioFrame.samplesPer20ms).map { Int16(truncatingIfNeeded: $0 * 37) }), now: clock.now())
-            recorder.tick(now: clock.now())
-            clock.advance(by: .milliseconds(20))
+        camera.push(I420Frame(width: 320, height: 180, color: YUVColor(y: 20, u: 90, v: 160), timestamp: clock.now()), now: clock.now())
+        mix.push(AudioFrame(channels: 1, samples: [Int16](repeating: 0, count: AudioFrame.samplesPer20ms)), now: clock.now())
+        do {
+            _ = try TrackRecorder(path: "/dev/full", videoTrack: camera, audioTrack: mix,
+                                  configuration: .init(width: 320, height: 180, framesPerSecond: 30), now: clock.now())
+            Issue.record("a recording into /dev/full started")
+        } catch {
+            guard case .container(.io(_, let code, let message)) = error else { Issue.record("\(error)"); return }
+            #expect(code == ENOSPC && message.contains("No space"), "\(error)")
         }
-        #expect(!recorder.isRecording, "the recording ended")
-        let reason = recorder.errors.map(\.description).joined(separator: "; ")
-        #expect(recorder.errors.contains { if case .container = $0 { true } else { false } }, "\(reason)")
         #expect(camera.readyState == .live && mix.readyState == .live, "the tracks go on")
     }
 

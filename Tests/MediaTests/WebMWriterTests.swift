@@ -52,7 +52,7 @@ import Wire
     }
 
     /// A recorder killed with SIGKILL leaves what it had handed to the kernel: the bytes written
-    /// so far, without libavformat's buffers and without the trailer. Copying the file before
+    /// so far, without the cluster still in memory and without the trailer. Copying the file before
     /// `finish()` captures exactly that, so the copy is the file a crash leaves behind.
     @Test func aRecordingCutShortByACrashPlaysUpToItsLastSecond() throws {
         let files = try MediaFixtures.require()
@@ -116,8 +116,8 @@ import Wire
             _ = try WebMWriter(path: "/nonexistent-tessera-dir/x.webm", video: nil, audio: WebMWriter.AudioTrack(channels: 1))
             Issue.record("opened a file in a directory that does not exist")
         } catch {
-            guard case .libav(let operation, _, let message) = error else { Issue.record("\(error)"); return }
-            #expect(operation.hasPrefix("avio_open") && message.contains("No such file"))
+            guard case .io(let operation, _, let message) = error else { Issue.record("\(error)"); return }
+            #expect(operation.hasPrefix("open") && message.contains("No such file"))
         }
 
         let writer = try WebMWriter(path: path, video: WebMWriter.VideoTrack(width: 64, height: 48), audio: nil)
