@@ -113,4 +113,33 @@ import WireTesting
         #expect(opened + refused == 300)
         #expect(readToTheEnd > 0 && packets > 0)  // many mutations leave a readable file
     }
+
+    /// The IVF and Ogg readers, mutated and cut short the same way: every file opens, reads to
+    /// its end or refuses with a typed error, and nothing traps. Ogg pages carry a CRC, so most
+    /// mutations lose a page (libogg skips it) rather than reach the Opus packets.
+    @Test(arguments: ["ivf", "ogg"])
+    func mutatedAndTruncatedIVFAndOggFilesNeverTrapTheReader(format: String) throws {
+        let files = try MediaFixtures.require()
+        let source = format == "ivf" ? files.videoIVF : files.audioOgg
+        let whole = [UInt8](try Data(contentsOf: URL(fileURLWithPath: source)).prefix(40_000))
+        let path = files.directory.appendingPathComponent("fuzz-\(UUID().uuidString).\(format)").path
+        var mutator = Mutator(seed: format == "ivf" ? 0x1F_0001 : 0x066_0001)
+        var readToTheEnd = 0, packets = 0
+        // Cut inside each header and at a spread of lengths, then mutated.
+        let cuts = [0, 1, 4, 12, 27, 28, 31, 32, 33, 43, 44, 45, 60] + Array(stride(from: 100, to: whole.count, by: 997))
+        for input in cuts.map({ Array(whole.prefix($0)) }) + (0..<200).map({ _ in mutator.mutate(whole) }) {
+            try Data(input).write(to: URL(fileURLWithPath: path))
+            do {
+                let reader = try MediaFileReader(path: path)
+                while let packet = try reader.nextPacket() {
+                    packets += 1
+                    #expect(!packet.data.isEmpty && packet.kind == (format == "ivf" ? .video : .audio))
+                }
+                readToTheEnd += 1
+            } catch {
+                #expect(throws: MediaContainerError.self) { throw error }
+            }
+        }
+        #expect(readToTheEnd > 0 && packets > 0)
+    }
 }

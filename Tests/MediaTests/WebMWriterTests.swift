@@ -76,6 +76,30 @@ import Wire
         #expect(abs(duration - 5.0) <= 0.1, "duration \(duration)")
     }
 
+    /// Damage in the middle of a recording (a bad sector, a byte flipped in a copy) costs the
+    /// cluster it is in: the reader goes on from the next cluster, as a player does, and reads
+    /// the rest of the file with its times.
+    @Test func aDamagedClusterCostsOnlyItself() throws {
+        let files = try MediaFixtures.require()
+        let packets = try MediaFixtures.interleaved(files.videoIVF, files.audioOgg)
+        let output = files.directory.appendingPathComponent("damaged-\(UUID().uuidString).webm").path
+        try record(packets, into: output, video: WebMWriter.VideoTrack(width: 320, height: 240), audio: WebMWriter.AudioTrack(channels: 1))
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: output)))
+        let clusterID: [UInt8] = [0x1F, 0x43, 0xB6, 0x75]
+        let clusters = (0..<bytes.count - 4).filter { Array(bytes[$0..<$0 + 4]) == clusterID }
+        try #require(clusters.count >= 4, "\(clusters.count) clusters")
+        // Zeros (no element ID starts with a zero byte) over the second cluster's first SimpleBlock header.
+        let damage = try #require((clusters[1] + 4..<clusters[2]).first { bytes[$0] == 0xA3 })
+        bytes.replaceSubrange(damage..<damage + 8, with: [UInt8](repeating: 0, count: 8))
+        try Data(bytes).write(to: URL(fileURLWithPath: output))
+        let read = try MediaFileReader(path: output).readAll()
+        #expect(read.count < packets.count, "the damaged cluster's packets are lost")
+        #expect(read.count > packets.count / 2, "\(read.count) of \(packets.count) packets read")
+        let lastVideo = read.last { $0.kind == .video }?.timestamp, lastWritten = packets.last { $0.kind == .video }?.timestamp
+        let missing = try #require(lastWritten) - (try #require(lastVideo))
+        #expect(abs(missing.nanosecondsClamped) <= 500_000, "read to the end: \(String(describing: lastVideo)) of \(String(describing: lastWritten))")
+    }
+
     @Test func theOpusHeaderIsTheNineteenBytesRFC7845Describes() throws {
         let files = try MediaFixtures.require()
         let output = files.directory.appendingPathComponent("head-\(UUID().uuidString).webm").path
