@@ -177,11 +177,14 @@ public:
         }
         Frame &frame = building.back();
         while (*bytes_remaining > 0) {
-            std::uint8_t chunk[16384];
+            // Straight into the frame, a chunk at a time (the size is the file's word, not yet
+            // the bytes'): a frame claimed larger than the file ends with the file.
+            const std::size_t have = frame.data.size();
+            const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(*bytes_remaining, 1u << 20));
+            frame.data.resize(have + want);
             std::uint64_t read = 0;
-            const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(*bytes_remaining, sizeof chunk));
-            webm::Status status = reader->Read(want, chunk, &read);
-            frame.data.insert(frame.data.end(), chunk, chunk + read);
+            webm::Status status = reader->Read(want, frame.data.data() + have, &read);
+            frame.data.resize(have + static_cast<std::size_t>(read));
             *bytes_remaining -= read;
             if (read == 0) return status;  // the end of the file inside a frame
         }

@@ -24,6 +24,8 @@ final class OggOpusDemuxer: ContainerDemuxer {
     /// The next packet's first sample, once the first audio page has set it.
     private var nextSample: Int64?
     private var ended = false
+    /// The codecs of the streams before an Opus one (for `.unsupportedCodec`).
+    private var otherCodecs: [String] = []
 
     /// Bytes handed to libogg per read.
     private static let chunk = 16384
@@ -32,13 +34,12 @@ final class OggOpusDemuxer: ContainerDemuxer {
         self.file = file
         ogg_sync_init(&sync)
         // The headers: read pages until OpusHead and OpusTags have passed.
-        var found: [String] = []
         while headersLeft > 0 {
             guard let page = try nextPage() else {
-                if serial == nil { throw .unsupportedCodec(found.isEmpty ? "no streams" : found.joined(separator: ", ")) }
+                if serial == nil { throw .unsupportedCodec(otherCodecs.isEmpty ? "no streams" : otherCodecs.joined(separator: ", ")) }
                 throw .corrupt("the Ogg file ends inside the Opus headers")
             }
-            try take(page, found: &found)
+            try take(page)
         }
         audio = .init(channels: channels, preSkip: preSkip)
     }
@@ -53,8 +54,7 @@ final class OggOpusDemuxer: ContainerDemuxer {
             ready.removeAll(keepingCapacity: true)
             readyIndex = 0
             guard !ended, let page = try nextPage() else { return nil }
-            var unused: [String] = []
-            try take(page, found: &unused)
+            try take(page)
         }
         defer { readyIndex += 1 }
         return ready[readyIndex]
@@ -95,12 +95,12 @@ final class OggOpusDemuxer: ContainerDemuxer {
 
     /// Feeds a page to the Opus stream (choosing the stream at its first page) and times the
     /// packets that end on it.
-    private func take(_ page: Page, found: inout [String]) throws(MediaContainerError) {
+    private func take(_ page: Page) throws(MediaContainerError) {
         if serial == nil {
             guard page.isFirst else { return }
             // A first page holds exactly the stream's identification packet (RFC 7845 §3).
             guard page.body.starts(with: Array("OpusHead".utf8)) else {
-                found.append(Self.codecName(page.body))
+                otherCodecs.append(Self.codecName(page.body))
                 return
             }
             serial = page.serial

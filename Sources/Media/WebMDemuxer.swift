@@ -15,7 +15,6 @@ final class WebMDemuxer: ContainerDemuxer {
     let video: MediaFileReader.VideoInfo?
     let audio: MediaFileReader.AudioInfo?
     private let reader: OpaquePointer
-    private let videoTrack: UInt64?
     private let audioTrack: UInt64?
     private let audioCodecDelay: Int64
     /// Per track, where a laced block's next frame starts.
@@ -55,7 +54,6 @@ final class WebMDemuxer: ContainerDemuxer {
         tessera_webm_select(reader, videoTrack ?? 0, audioTrack ?? 0)
         self.reader = reader
         self.docType = String(decoding: docType.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        self.videoTrack = videoTrack
         self.audioTrack = audioTrack
         self.video = video
         self.audio = audio
@@ -66,22 +64,24 @@ final class WebMDemuxer: ContainerDemuxer {
 
     func nextPacket() throws(MediaContainerError) -> EncodedPacket? {
         var frame = tessera_webm_frame()
-        let status = tessera_webm_next(reader, &frame)
-        guard status == 1 else {
-            if status == 0 { return nil }
-            throw .corrupt(String(cString: tessera_webm_status_name(status)))
+        while true {
+            let status = tessera_webm_next(reader, &frame)
+            guard status == 1 else {
+                if status == 0 { return nil }
+                throw .corrupt(String(cString: tessera_webm_status_name(status)))
+            }
+            guard frame.size > 0, let data = frame.data else { continue }  // nothing to decode
+            let bytes = Array(UnsafeBufferPointer(start: data, count: frame.size))
+            let isAudio = frame.track == audioTrack
+            var time = frame.time_ns
+            if frame.index_in_block > 0, let next = nextTime[frame.track] { time = next }
+            if isAudio {
+                let samples = OpusDecoder.sampleCount(of: bytes) ?? 0
+                nextTime[frame.track] = time &+ Int64(samples) * 1_000_000_000 / 48_000
+            }
+            return EncodedPacket(kind: isAudio ? .audio : .video, data: bytes,
+                                 timestamp: .nanoseconds(isAudio ? time &- audioCodecDelay : time),
+                                 isKeyFrame: isAudio || frame.is_key != 0)
         }
-        guard frame.size > 0, let data = frame.data else { return try nextPacket() }  // nothing to decode
-        let bytes = Array(UnsafeBufferPointer(start: data, count: frame.size))
-        let isAudio = frame.track == audioTrack
-        var time = frame.time_ns
-        if frame.index_in_block > 0, let next = nextTime[frame.track] { time = next }
-        if isAudio {
-            let samples = OpusDecoder.sampleCount(of: bytes) ?? 0
-            nextTime[frame.track] = time &+ Int64(samples) * 1_000_000_000 / 48_000
-        }
-        return EncodedPacket(kind: isAudio ? .audio : .video, data: bytes,
-                             timestamp: .nanoseconds(isAudio ? time &- audioCodecDelay : time),
-                             isKeyFrame: isAudio || frame.is_key != 0)
     }
 }

@@ -265,12 +265,7 @@ public final class WebMWriter {
         tracksPosition = header.bytes.count - segmentStart
         header.master(EBMLID.tracks) { tracks in
             if let video, let stream = videoStream {
-                tracks.master(EBMLID.trackEntry) { entry in
-                    entry.unsigned(EBMLID.trackNumber, UInt64(stream.number))
-                    entry.unsigned(EBMLID.trackUID, UInt64(stream.number))
-                    entry.unsigned(EBMLID.trackType, 1)
-                    entry.unsigned(EBMLID.flagLacing, 0)
-                    entry.string(EBMLID.codecID, "V_VP8")
+                Self.trackEntry(&tracks, number: stream.number, type: 1, codec: "V_VP8") { entry in
                     entry.master(EBMLID.video) { picture in
                         picture.unsigned(EBMLID.pixelWidth, UInt64(video.width))
                         picture.unsigned(EBMLID.pixelHeight, UInt64(video.height))
@@ -278,12 +273,7 @@ public final class WebMWriter {
                 }
             }
             if let audio, let stream = audioStream {
-                tracks.master(EBMLID.trackEntry) { entry in
-                    entry.unsigned(EBMLID.trackNumber, UInt64(stream.number))
-                    entry.unsigned(EBMLID.trackUID, UInt64(stream.number))
-                    entry.unsigned(EBMLID.trackType, 2)
-                    entry.unsigned(EBMLID.flagLacing, 0)
-                    entry.string(EBMLID.codecID, "A_OPUS")
+                Self.trackEntry(&tracks, number: stream.number, type: 2, codec: "A_OPUS") { entry in
                     entry.binary(EBMLID.codecPrivate, Self.opusHead(channels: audio.channels, preSkip: audio.preSkip))
                     // RFC 7845 §4.2's pre-skip, and §4.6's 80 ms of decoding before a seek point.
                     entry.unsigned(EBMLID.codecDelay, UInt64(audio.preSkip) * 1_000_000_000 / 48_000)
@@ -296,6 +286,20 @@ public final class WebMWriter {
             }
         }
         try append(header.bytes)
+    }
+
+    /// A TrackEntry: its number (also its UID), type (1 video, 2 audio), no lacing, the codec,
+    /// then what `rest` adds.
+    private static func trackEntry(_ tracks: inout EBMLBuffer, number: UInt8, type: UInt64, codec: String,
+                                   _ rest: (inout EBMLBuffer) -> Void) {
+        tracks.master(EBMLID.trackEntry) { entry in
+            entry.unsigned(EBMLID.trackNumber, UInt64(number))
+            entry.unsigned(EBMLID.trackUID, UInt64(number))
+            entry.unsigned(EBMLID.trackType, type)
+            entry.unsigned(EBMLID.flagLacing, 0)
+            entry.string(EBMLID.codecID, codec)
+            rest(&entry)
+        }
     }
 
     // MARK: - Packets

@@ -47,6 +47,13 @@ import WireTesting
         try MediaFixtures.run("ffmpeg", ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "sine", "-t", "0.1", "-c:a", "pcm_s16le", mkv])
         #expect(throws: MediaContainerError.unsupportedFormat("wav")) { try MediaFileReader(path: wav) }
         #expect(throws: MediaContainerError.unsupportedCodec("A_PCM/INT/LIT")) { try MediaFileReader(path: mkv) }
+        let vorbis = files.directory.appendingPathComponent("vorbis-\(UUID().uuidString).ogg").path
+        let vp9 = files.directory.appendingPathComponent("vp9-\(UUID().uuidString).ivf").path
+        try MediaFixtures.run("ffmpeg", ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "sine", "-t", "0.1", "-c:a", "libvorbis", vorbis])
+        try MediaFixtures.run("ffmpeg", ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "testsrc=size=64x64:rate=10", "-t", "0.2",
+                                         "-c:v", "libvpx-vp9", "-f", "ivf", vp9])
+        #expect(throws: MediaContainerError.unsupportedCodec("vorbis")) { try MediaFileReader(path: vorbis) }
+        #expect(throws: MediaContainerError.unsupportedCodec("vp9")) { try MediaFileReader(path: vp9) }
         // A path with a colon is a file name, never a URL.
         #expect(throws: MediaContainerError.fileNotFound(path: "http://127.0.0.1:9/x.webm")) {
             try MediaFileReader(path: "http://127.0.0.1:9/x.webm")
