@@ -252,6 +252,10 @@ struct tessera_webm_reader {
     /// The parser's last status once it stopped for good (completed, end of file or an error).
     bool finished = false;
     int final_status = 0;
+    /// The first damage read past: its status and where reading went on from (0: none).
+    int damage_status = 0;
+    std::uint64_t damage_position = 0;
+    std::uint64_t resumed_at = 0;
 };
 
 namespace {
@@ -321,9 +325,15 @@ int tessera_webm_next(tessera_webm_reader *reader, tessera_webm_frame *frame) {
             if (status.code == webm::Status::kOkPartial) continue;
             if (is_damage(status)) {
                 // A damaged element inside the clusters: go on from the next Cluster, as a
-                // player does; the damage is reported only if no Cluster follows.
+                // player does (tessera_webm_damage tells); an error only if no Cluster follows.
                 collector.drop_block();
+                const std::uint64_t position = reader->file.Position();
                 if (reader->file.SeekToNextCluster()) {
+                    if (reader->damage_status == 0) {
+                        reader->damage_status = status.code;
+                        reader->damage_position = position;
+                        reader->resumed_at = reader->file.Position();
+                    }
                     reader->parser.DidSeek();
                     continue;
                 }
@@ -346,6 +356,12 @@ int tessera_webm_next(tessera_webm_reader *reader, tessera_webm_frame *frame) {
     frame->data = reader->current.data.data();
     frame->size = reader->current.data.size();
     return 1;
+}
+
+int tessera_webm_damage(const tessera_webm_reader *reader, uint64_t *position, uint64_t *resumed_at) {
+    *position = reader->damage_position;
+    *resumed_at = reader->resumed_at;
+    return reader->damage_status;
 }
 
 const char *tessera_webm_status_name(int status) {

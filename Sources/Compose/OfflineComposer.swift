@@ -36,6 +36,10 @@ public final class OfflineComposer {
         /// The part of it spent decoding VP8 and in the recorder (encoding VP8 and Opus, muxing):
         /// what the codecs cost, against the compositing itself.
         public var codecTime: Duration
+        /// Damage met in the inputs, one line each: an input damaged past reading on ended there,
+        /// one damaged inside lost the cluster (at most a second) the damage was in. The output
+        /// is whole either way.
+        public var warnings: [String] = []
     }
 
     /// One input file: its reader, decoders and the tracks it feeds.
@@ -49,6 +53,8 @@ public final class OfflineComposer {
         let audioTrack: AudioTrack
         var pending: EncodedPacket?
         var finished = false
+        /// The time of the last packet read.
+        var lastTime = Duration.zero
 
         init(path: String) throws(ComposeError) {
             self.path = path
@@ -127,6 +133,7 @@ public final class OfflineComposer {
         var nextVideo = start, nextAudio = start
         var framesDecoded = 0
         var lastMediaTime = Duration.zero
+        var warnings: [String] = []
         while true {
             let now = min(nextVideo, nextAudio)
             clock.set(now)
@@ -140,11 +147,19 @@ public final class OfflineComposer {
                 anyLeft = true
                 while true {
                     if input.pending == nil {
-                        do { input.pending = try input.reader.nextPacket() } catch { throw .input(path: input.path, error) }
+                        do {
+                            input.pending = try input.reader.nextPacket()
+                        } catch .corrupt(let why) {
+                            // Damage nothing readable follows: the input ends here, the others go on.
+                            warnings.append("\(input.path): \(why): the input ends at \(input.lastTime)")
+                        } catch {
+                            throw .input(path: input.path, error)
+                        }
                         if input.pending == nil { input.finished = true; break }
                     }
                     guard let packet = input.pending, start + packet.timestamp <= now else { break }
                     input.pending = nil
+                    input.lastTime = packet.timestamp
                     lastMediaTime = max(lastMediaTime, packet.timestamp)
                     let at = start + packet.timestamp
                     switch packet.kind {
@@ -178,6 +193,7 @@ public final class OfflineComposer {
         do { try recorder.stop() } catch { throw .recording(error) }
         return Summary(duration: clock.now() - start, videoFramesComposed: recorder.videoFramesWritten,
                        audioPacketsWritten: recorder.audioPacketsWritten, inputFramesDecoded: framesDecoded,
-                       elapsed: wallClock.now - began, codecTime: codecTime)
+                       elapsed: wallClock.now - began, codecTime: codecTime,
+                       warnings: warnings + inputs.compactMap { input in input.reader.skippedDamage.map { "\(input.path): \($0)" } })
     }
 }

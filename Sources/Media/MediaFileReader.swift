@@ -8,7 +8,8 @@ import Wire
 /// Only the first VP8 stream and the first Opus stream are read; other streams are skipped. A file
 /// with neither is `.unsupportedCodec`. Bad bytes never trap: opening throws `.corrupt` (or
 /// `.unsupportedFormat` when they look like another container), and a packet that cannot be read
-/// throws `.corrupt` from `nextPacket()`. A file cut short ends early.
+/// throws `.corrupt` from `nextPacket()`. A file cut short ends early. A WebM damaged inside its
+/// clusters is read on from the next cluster, as players do, and ``skippedDamage`` says so.
 ///
 /// Not shared across threads.
 public final class MediaFileReader {
@@ -35,6 +36,9 @@ public final class MediaFileReader {
     public let formatName: String
     public var video: VideoInfo? { demuxer.video }
     public var audio: AudioInfo? { demuxer.audio }
+    /// The first damage read past (what it was, where, and where reading went on), nil while
+    /// none: the packets between were lost.
+    public var skippedDamage: String? { demuxer.skippedDamage }
 
     private let demuxer: any ContainerDemuxer
 
@@ -77,7 +81,13 @@ public final class MediaFileReader {
 protocol ContainerDemuxer: AnyObject {
     var video: MediaFileReader.VideoInfo? { get }
     var audio: MediaFileReader.AudioInfo? { get }
+    var skippedDamage: String? { get }
     func nextPacket() throws(MediaContainerError) -> EncodedPacket?
+}
+
+extension ContainerDemuxer {
+    /// IVF and Ogg read on past nothing: damage there ends the file or is libogg's lost page.
+    var skippedDamage: String? { nil }
 }
 
 /// A container told by its first bytes.

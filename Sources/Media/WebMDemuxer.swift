@@ -62,6 +62,13 @@ final class WebMDemuxer: ContainerDemuxer {
 
     deinit { tessera_webm_close(reader) }
 
+    var skippedDamage: String? {
+        var position: UInt64 = 0, resumedAt: UInt64 = 0
+        let status = tessera_webm_damage(reader, &position, &resumedAt)
+        guard status != 0 else { return nil }
+        return "\(String(cString: tessera_webm_status_name(status))) at byte \(position); read on from the cluster at byte \(resumedAt)"
+    }
+
     func nextPacket() throws(MediaContainerError) -> EncodedPacket? {
         var frame = tessera_webm_frame()
         while true {

@@ -133,6 +133,7 @@ func compose(_ arguments: ArraySlice<String>) {
         print(String(format: "compose: %@: %d frames, %.1f s of media in %.2f s (%.1f frames/s; codecs %.0f%% of the time)",
                      output, summary.videoFramesComposed, summary.duration.seconds, seconds,
                      Double(summary.videoFramesComposed) / max(seconds, 0.001), 100 * summary.codecTime.seconds / max(seconds, 0.001)))
+        for warning in summary.warnings { FileHandle.standardError.write(Data("compose: warning: \(warning)\n".utf8)) }
     } catch {
         abort("compose", error.description)
     }

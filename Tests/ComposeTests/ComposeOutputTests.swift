@@ -69,6 +69,39 @@ struct ComposeInputs {
         }
     }
 
+    /// A damaged input does not cost the composite: damage inside bob's recording loses that
+    /// cluster and is read past, damage in carol's last cluster ends carol there; the file is
+    /// composed to the end with both said in the summary's warnings.
+    @Test func damagedInputsAreComposedAroundWithAWarning() throws {
+        let inputs = try ComposeInputs()
+        defer { try? FileManager.default.removeItem(at: inputs.directory) }
+        let clusterID: [UInt8] = [0x1F, 0x43, 0xB6, 0x75]
+        /// Zeros over the first block header of the `index`th cluster from the end (1: the last).
+        func damage(_ path: String, clusterFromEnd index: Int) throws {
+            // Clusters of half a second (ffmpeg's default would make these 3 s one cluster).
+            let clustered = path + ".clustered.webm"
+            _ = try runTool("ffmpeg", ["-v", "error", "-i", path, "-c", "copy", "-cluster_time_limit", "500", clustered])
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: clustered)))
+            let clusters = (0..<bytes.count - 4).filter { Array(bytes[$0..<$0 + 4]) == clusterID }
+            try #require(clusters.count >= 3, "\(path): \(clusters.count) clusters")
+            let cluster = clusters[clusters.count - index]
+            let block = try #require((cluster + 4..<bytes.count).first { bytes[$0] == 0xA3 })
+            bytes.replaceSubrange(block..<block + 8, with: [UInt8](repeating: 0, count: 8))
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+        }
+        let (bob, carol) = (inputs.paths[1], inputs.paths[2])
+        try damage(bob, clusterFromEnd: 2)
+        try damage(carol, clusterFromEnd: 1)
+        let output = inputs.directory.appendingPathComponent("out.webm").path
+        let summary = try OfflineComposer(templateJSON: ComposeInputs.template, inputPaths: inputs.paths, outputPath: output).run()
+        #expect(summary.warnings.count == 2, "\(summary.warnings)")
+        #expect(summary.warnings.contains { $0.hasPrefix(bob) && $0.contains("read on from the cluster") }, "\(summary.warnings)")
+        #expect(summary.warnings.contains { $0.hasPrefix(carol) && $0.contains("the input ends at") }, "\(summary.warnings)")
+        let probe = try JSONSerialization.jsonObject(with: runTool("ffprobe", ["-v", "error", "-show_format", "-of", "json", output])) as? [String: Any]
+        let duration = Double(((probe?["format"] as? [String: Any])?["duration"] as? String) ?? "") ?? 0
+        #expect(abs(duration - 3.0) < 0.1, "duration \(duration): alice's whole recording")
+    }
+
     @Test func aParticipantMayComeAsAnIVFAndAnOggFile() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("compose-ivf-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -57,6 +57,9 @@ void tessera_webm_select(tessera_webm_reader *reader, uint64_t video_track, uint
 /// The next frame: 1 with `frame` filled, 0 at the end (or where a cut-short file ends), or a
 /// status < 0 when the file is malformed.
 int tessera_webm_next(tessera_webm_reader *reader, tessera_webm_frame *frame);
+/// The first damage read past so far: its status (0: none), the byte where it was met and the
+/// byte of the Cluster reading went on from.
+int tessera_webm_damage(const tessera_webm_reader *reader, uint64_t *position, uint64_t *resumed_at);
 /// A name for a status tessera_webm_open or tessera_webm_next returned.
 const char *tessera_webm_status_name(int status);
 void tessera_webm_close(tessera_webm_reader *reader);
