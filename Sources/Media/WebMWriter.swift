@@ -63,7 +63,8 @@ public final class WebMWriter {
     /// The longest span of packets the interleaving queue holds while waiting for a stream
     /// that sends nothing (milliseconds).
     static let interleaveLimit: Int64 = 1000
-    /// Bytes kept after the EBML header for the SeekHead `finish()` writes.
+    /// Bytes kept after the EBML header for the SeekHead `finish()` writes: it takes at most 68
+    /// (its ID and size, 5, and three Seeks of at most 21), the rest stays a Void.
     static let seekHeadSpace = 96
 
     public let path: String
