@@ -5,9 +5,11 @@ set -euo pipefail
 
 TESSERA_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-# C libraries the host links (see Package.swift's system-library targets) and what it runs.
+# C libraries the host links (see Package.swift's system-library targets) and what it runs; the C++
+# standard library's headers for CWebM (libwebm's parser is C++; Swift's toolchain uses GCC's).
 BUILD_PACKAGES=(pkg-config libssl-dev libsrtp2-dev libvpx-dev libopus-dev libyuv-dev libmicrohttpd-dev
-    libwebm-dev libogg-dev libpng-dev libturbojpeg0-dev libfreetype-dev zlib1g-dev libhiredis-dev fonts-dejavu-core)
+    libwebm-dev libogg-dev libpng-dev libturbojpeg0-dev libfreetype-dev zlib1g-dev libhiredis-dev fonts-dejavu-core
+    libstdc++-12-dev)
 # Tools the tests use: ffprobe/ffmpeg to check recordings, unshare/ip for a loopback-only namespace,
 # curl for HTTPS and the docs' examples, redis-server for the cluster's directory (the Redis unit
 # tests and Interop/cluster_check.sh start their own, on loopback, with persistence off).
