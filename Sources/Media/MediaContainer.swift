@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Wire
 
 /// What an encoded packet in a recording holds. Tessera records and reads only VP8 and Opus.
@@ -69,5 +72,14 @@ public enum MediaContainerError: Error, Equatable, CustomStringConvertible {
         case .finished: "the recording is already finished"
         case .io(let operation, let code, let message): "\(operation) failed: \(message) (\(code))"
         }
+    }
+}
+
+extension MediaContainerError {
+    /// A file operation that failed with `code` (an errno): a missing, unreadable or directory
+    /// path opened for reading is `.fileNotFound`, anything else `.io` with `strerror`'s text.
+    static func file(_ operation: String, path: String, code: Int32 = errno, opening: Bool = false) -> MediaContainerError {
+        if opening, [ENOENT, EACCES, EISDIR, ENOTDIR].contains(code) { return .fileNotFound(path: path) }
+        return .io(operation: "\(operation) \(path)", code: code, message: String(cString: strerror(code)))
     }
 }

@@ -11,10 +11,7 @@ final class MediaFile {
     /// Opens `path` for reading; a missing, unreadable or directory path is `.fileNotFound`.
     init(path: String) throws(MediaContainerError) {
         self.path = path
-        guard let stream = fopen(path, "rb") else {
-            throw errno == ENOENT || errno == EACCES || errno == EISDIR || errno == ENOTDIR
-                ? .fileNotFound(path: path) : .io(operation: "open \(path)", code: errno, message: String(cString: strerror(errno)))
-        }
+        guard let stream = fopen(path, "rb") else { throw .file("open", path: path, opening: true) }
         var status = stat()
         guard fstat(fileno(stream), &status) == 0, status.st_mode & S_IFMT != S_IFDIR else {
             fclose(stream)
@@ -36,7 +33,7 @@ final class MediaFile {
         var bytes = [UInt8](repeating: 0, count: count)
         let read = bytes.withUnsafeMutableBytes { fread($0.baseAddress, 1, count, stream) }
         if read < count {
-            if ferror(stream) != 0 { throw .io(operation: "read \(path)", code: EIO, message: "read error") }
+            if ferror(stream) != 0 { throw .file("read", path: path, code: EIO) }
             bytes.removeLast(count - read)
         }
         return bytes
@@ -46,13 +43,11 @@ final class MediaFile {
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(MediaContainerError) -> Int {
         guard let stream, let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
         let read = fread(base, 1, buffer.count, stream)
-        if read == 0, ferror(stream) != 0 { throw .io(operation: "read \(path)", code: EIO, message: "read error") }
+        if read == 0, ferror(stream) != 0 { throw .file("read", path: path, code: EIO) }
         return read
     }
 
     func seek(to offset: Int) throws(MediaContainerError) {
-        guard let stream, fseeko(stream, off_t(offset), SEEK_SET) == 0 else {
-            throw .io(operation: "seek \(path)", code: errno, message: String(cString: strerror(errno)))
-        }
+        guard let stream, fseeko(stream, off_t(offset), SEEK_SET) == 0 else { throw .file("seek", path: path) }
     }
 }

@@ -34,12 +34,13 @@ final class OggOpusDemuxer: ContainerDemuxer {
         self.file = file
         ogg_sync_init(&sync)
         // The headers: read pages until OpusHead and OpusTags have passed.
+        var page = ogg_page()
         while headersLeft > 0 {
-            guard let page = try nextPage() else {
+            guard try nextPage(&page) else {
                 if serial == nil { throw .unsupportedCodec(otherCodecs.isEmpty ? "no streams" : otherCodecs.joined(separator: ", ")) }
                 throw .corrupt("the Ogg file ends inside the Opus headers")
             }
-            try take(page)
+            try take(&page)
         }
         audio = .init(channels: channels, preSkip: preSkip)
     }
@@ -53,40 +54,27 @@ final class OggOpusDemuxer: ContainerDemuxer {
         while readyIndex == ready.count {
             ready.removeAll(keepingCapacity: true)
             readyIndex = 0
-            guard !ended, let page = try nextPage() else { return nil }
-            try take(page)
+            var page = ogg_page()
+            guard !ended, try nextPage(&page) else { return nil }
+            try take(&page)
         }
         defer { readyIndex += 1 }
         return ready[readyIndex]
     }
 
-    /// A page of the stream, or the next page of any stream before the Opus one is chosen.
-    private struct Page {
-        var serial: Int32
-        var isFirst: Bool
-        var granule: Int64
-        var header: [UInt8]
-        var body: [UInt8]
-    }
-
-    private func nextPage() throws(MediaContainerError) -> Page? {
-        var page = ogg_page()
+    /// The next page of any stream into `page` (its bytes stay libogg's, valid until the next
+    /// call); false at the end of the file.
+    private func nextPage(_ page: inout ogg_page) throws(MediaContainerError) -> Bool {
         while true {
             let status = ogg_sync_pageout(&sync, &page)
-            if status == 1 {
-                guard let header = page.header, let body = page.body, page.header_len >= 0, page.body_len >= 0 else { continue }
-                return Page(serial: ogg_page_serialno(&page), isFirst: ogg_page_bos(&page) != 0,
-                            granule: ogg_page_granulepos(&page),
-                            header: Array(UnsafeBufferPointer(start: header, count: page.header_len)),
-                            body: Array(UnsafeBufferPointer(start: body, count: page.body_len)))
-            }
+            if status == 1 { return true }
             // status -1: bytes that are not a page were skipped (libogg resynchronises); 0: more bytes.
             if status == 0 {
                 guard let buffer = ogg_sync_buffer(&sync, Self.chunk) else { throw .corrupt("out of memory") }
                 let read = try file.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: Self.chunk))
                 guard read > 0 else {
                     ended = true
-                    return nil
+                    return false
                 }
                 ogg_sync_wrote(&sync, read)
             }
@@ -95,29 +83,21 @@ final class OggOpusDemuxer: ContainerDemuxer {
 
     /// Feeds a page to the Opus stream (choosing the stream at its first page) and times the
     /// packets that end on it.
-    private func take(_ page: Page) throws(MediaContainerError) {
+    private func take(_ page: inout ogg_page) throws(MediaContainerError) {
+        let pageSerial = ogg_page_serialno(&page)
         if serial == nil {
-            guard page.isFirst else { return }
+            guard ogg_page_bos(&page) != 0 else { return }
             // A first page holds exactly the stream's identification packet (RFC 7845 §3).
-            guard page.body.starts(with: Array("OpusHead".utf8)) else {
-                otherCodecs.append(Self.codecName(page.body))
+            let body = UnsafeBufferPointer(start: page.body, count: page.body == nil ? 0 : max(0, page.body_len))
+            guard body.starts(with: "OpusHead".utf8) else {
+                otherCodecs.append(Self.codecName(Array(body.prefix(16))))
                 return
             }
-            serial = page.serial
-            ogg_stream_init(&stream, page.serial)
+            serial = pageSerial
+            ogg_stream_init(&stream, pageSerial)
         }
-        guard page.serial == serial else { return }
-        var raw = ogg_page()
-        var header = page.header, body = page.body
-        let fed: Int32 = header.withUnsafeMutableBufferPointer { h in
-            body.withUnsafeMutableBufferPointer { b in
-                raw.header = h.baseAddress
-                raw.header_len = h.count
-                raw.body = b.baseAddress
-                raw.body_len = b.count
-                return ogg_stream_pagein(&stream, &raw)
-            }
-        }
+        guard pageSerial == serial else { return }
+        let fed = ogg_stream_pagein(&stream, &page)
         guard fed == 0 else { return }  // a page libogg does not take (bad version, wrong serial)
         var packets: [[UInt8]] = []
         var packet = ogg_packet()
@@ -140,8 +120,9 @@ final class OggOpusDemuxer: ContainerDemuxer {
             sample = next
         } else {
             // The first audio page: its packets end at its granule position (0 when it has none).
-            let granule = page.granule >= 0 ? page.granule : lengths.reduce(0, +)
-            sample = granule &- lengths.reduce(0, +)
+            let granule = ogg_page_granulepos(&page)
+            let end = granule >= 0 ? granule : lengths.reduce(0, +)
+            sample = end &- lengths.reduce(0, +)
         }
         for (data, length) in zip(packets, lengths) {
             // In 128 bits: a hostile granule position must not overflow.

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 private import CWebM
 
 /// WebM and Matroska by libwebm's parser (`CWebM`): the first VP8 ("V_VP8") and the first Opus
@@ -24,10 +21,7 @@ final class WebMDemuxer: ContainerDemuxer {
         var status: Int32 = 0
         var docType = [CChar](repeating: 0, count: 16)
         guard let reader = tessera_webm_open(path, &status, &docType) else {
-            if status > 0 {
-                if [ENOENT, EACCES, EISDIR, ENOTDIR].contains(status) { throw .fileNotFound(path: path) }
-                throw .io(operation: "open \(path)", code: status, message: String(cString: strerror(status)))
-            }
+            if status > 0 { throw .file("open", path: path, code: status, opening: true) }
             throw .corrupt(String(cString: tessera_webm_status_name(status)))
         }
         var videoTrack: UInt64?, audioTrack: UInt64?

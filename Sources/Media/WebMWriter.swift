@@ -123,7 +123,7 @@ public final class WebMWriter {
             guard (0...48_000).contains(audio.preSkip) else { throw .invalidConfiguration("pre-skip \(audio.preSkip) is out of range") }
         }
         descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw Self.ioError("open \(path)") }
+        guard descriptor >= 0 else { throw .file("open", path: path) }
         var number: UInt8 = 1
         if video != nil {
             videoStream = Stream(number: number, offset: .zero)
@@ -188,7 +188,7 @@ public final class WebMWriter {
             descriptor = -1
         }
         guard descriptor >= 0 else { return }
-        while !queue.isEmpty { try writeEarliest() }
+        try writeQueued(all: true)
         try closeCluster()
 
         let cuesPosition = written - segmentStart
@@ -316,10 +316,15 @@ public final class WebMWriter {
         return time
     }
 
-    /// Queues a packet and writes what interleaving lets go: while every stream has a packet
-    /// waiting, or the waiting span is longer than `interleaveLimit`, the earliest.
+    /// Queues a packet and writes what interleaving lets go.
     private func enqueue(_ packet: Queued) throws(MediaContainerError) {
         queue.append(packet)
+        try writeQueued(all: false)
+    }
+
+    /// Writes the earliest queued packet while every stream has one waiting, or the waiting span
+    /// is longer than `interleaveLimit`, or (`all`, at the end) while any is left.
+    private func writeQueued(all: Bool) throws(MediaContainerError) {
         let streams = (videoStream != nil ? 1 : 0) + (audioStream != nil ? 1 : 0)
         while let first = queue.first {
             var hasVideo = false, hasAudio = false
@@ -329,14 +334,9 @@ public final class WebMWriter {
                 if waiting.time < earliest { (earliest, earliestIndex) = (waiting.time, index) }
                 latest = max(latest, waiting.time)
             }
-            guard (hasVideo ? 1 : 0) + (hasAudio ? 1 : 0) == streams || latest - earliest > Self.interleaveLimit else { return }
+            guard all || (hasVideo ? 1 : 0) + (hasAudio ? 1 : 0) == streams || latest - earliest > Self.interleaveLimit else { return }
             try writeBlock(queue.remove(at: earliestIndex))
         }
-    }
-
-    private func writeEarliest() throws(MediaContainerError) {
-        guard let index = queue.indices.min(by: { queue[$0].time < queue[$1].time }) else { return }
-        try writeBlock(queue.remove(at: index))
     }
 
     private func writeBlock(_ packet: Queued) throws(MediaContainerError) {
@@ -390,14 +390,10 @@ public final class WebMWriter {
             let count = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress.map { $0 + done }, bytes.count - done, off_t(offset + done)) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw Self.ioError("write \(path)")
+                throw .file("write", path: path)
             }
             done += count
         }
-    }
-
-    private static func ioError(_ operation: String) -> MediaContainerError {
-        .io(operation: operation, code: errno, message: String(cString: strerror(errno)))
     }
 
     /// Nanoseconds to the file's milliseconds, to the nearest (halves away from zero; through
