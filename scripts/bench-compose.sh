@@ -13,6 +13,9 @@
 # BEFORE=<another tessera binary> (a copy of an earlier commit's release build) runs it too, in
 # turn with this build and GStreamer in every run, and adds its CPU a frame and this build's
 # share of it: a before/after that the machine's moods fall on alike. RUNS sets the runs (3).
+# Each run also gives its own ratio (GStreamer's CPU a frame over Tessera's, the two measured one
+# after the other): their median is printed too, steadier than the ratio of the medians on a
+# shared machine whose load moves between runs.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 setup_test
@@ -84,7 +87,7 @@ PY
 
     starts=()
     for i in $(seq 0 $((n - 1))); do starts+=("$WORK/start/in$i.webm"); done
-    tessera_fps=() gst_fps=() shares=() tessera_cpu=() gst_cpu=() before_cpu=() tessera_start=() gst_start=() before_start=()
+    tessera_fps=() gst_fps=() shares=() tessera_cpu=() gst_cpu=() before_cpu=() tessera_start=() gst_start=() before_start=() ratios=()
     frames=$((SECONDS_OF_MEDIA * 30))
     TIMEFORMAT='%R %U %S'
     for run in $(seq "${RUNS:-3}"); do
@@ -109,6 +112,7 @@ PY
         { time gst-launch-1.0 -q $(gst_pipeline "$WORK/gst$n.webm" "${inputs[@]}") >/dev/null; } 2> "$WORK/time"
         gst_fps+=("$(awk -v f=$frames '{printf "%.1f", f / $1}' "$WORK/time")")
         gst_cpu+=("$(awk -v f=$frames '{printf "%.2f", ($2 + $3) * 1000 / f}' "$WORK/time")")
+        ratios+=("$(python3 -c "print(f'{${gst_cpu[-1]} / ${tessera_cpu[-1]}:.2f}')")")
     done
     t=$(printf '%s\n' "${tessera_fps[@]}" | median)
     g=$(printf '%s\n' "${gst_fps[@]}" | median)
@@ -117,6 +121,7 @@ PY
     gc=$(printf '%s\n' "${gst_cpu[@]}" | median)
     printf 'compose %2d inputs: tessera %6.1f frames/s, %5.2f ms CPU/frame (codecs %s%% of its time) | gstreamer %6.1f frames/s, %5.2f ms CPU/frame | CPU ratio gst/tessera %.2f\n' \
         "$n" "$t" "$tc" "$s" "$g" "$gc" "$(python3 -c "print($gc / $tc)")"
+    printf "           each run's ratio gst/tessera: %s (median %s)\n" "${ratios[*]}" "$(printf '%s\n' "${ratios[@]}" | median)"
     printf '           start (3 frames composed): tessera %s ms CPU | gstreamer %s ms CPU\n' \
         "$(printf '%s\n' "${tessera_start[@]}" | median)" "$(printf '%s\n' "${gst_start[@]}" | median)"
     if [ -n "${BEFORE:-}" ]; then
