@@ -119,10 +119,10 @@ final class OggOpusDemuxer: ContainerDemuxer {
         if let next = nextSample {
             sample = next
         } else {
-            // The first audio page: its packets end at its granule position (0 when it has none).
-            let granule = ogg_page_granulepos(&page)
-            let end = granule >= 0 ? granule : lengths.reduce(0, +)
-            sample = end &- lengths.reduce(0, +)
+            // The first audio page: its packets end at its granule position (when it has none,
+            // they start at 0).
+            let granule = ogg_page_granulepos(&page), total = lengths.reduce(0, +)
+            sample = (granule >= 0 ? granule : total) &- total
         }
         for (data, length) in zip(packets, lengths) {
             // In 128 bits: a hostile granule position must not overflow.

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-private import COpus
 import Wire
 
 /// Writes already-encoded VP8 frames and Opus packets into a WebM file: what a recording is.
@@ -166,13 +165,10 @@ public final class WebMWriter {
         guard var stream = audioStream else { throw .noSuchStream(.audio) }
         guard !packet.isEmpty else { throw .emptyPacket(.audio) }
         let time = try accept(timestamp, kind: .audio, stream: &stream)
-        // The packet's length from its TOC byte (RFC 6716 §3.1), so the file's duration includes
-        // the last packet; 0 for a malformed one.
-        let samples = packet.withUnsafeBufferPointer { buffer -> Int32 in
-            guard let base = buffer.baseAddress else { return 0 }
-            return opus_packet_get_nb_samples(base, Int32(clamping: buffer.count), 48_000)
-        }
-        stream.end = max(stream.end, time + Int64(max(0, samples)) / 48)
+        // The packet's length from its TOC byte, so the file's duration includes the last
+        // packet; 0 for a malformed one.
+        let samples = OpusDecoder.sampleCount(of: packet) ?? 0
+        stream.end = max(stream.end, time + Int64(samples) / 48)
         audioStream = stream
         try enqueue(Queued(kind: .audio, time: time, isKeyFrame: true, data: packet))
     }
