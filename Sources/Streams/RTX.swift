@@ -82,18 +82,23 @@ public enum RTXPacket {
 /// (RFC 4585 §6.2.1) are answered, as RTX (RFC 4588) when configured, else with the original bytes.
 ///
 /// Bounded by count (a ring of `capacity` slots indexed by sequence number) and by age
-/// (`maxAge`). A NACK storm cannot amplify: each packet is resent at most once per
-/// `minimumResendInterval`, and all resends together are held to `maxBytesPerSecond` by a token
-/// bucket that holds at most one second's worth. Storing a packet keeps a reference to its bytes
-/// (no copy).
+/// (`maxAge`; `maxAgeAskedAgain` for a receiver still waiting past an RTX resend). A NACK storm
+/// cannot amplify: each packet is resent at most once per `minimumResendInterval`, and all
+/// resends together are held to `maxBytesPerSecond` by a token bucket that holds at most one
+/// second's worth. Storing a packet keeps a reference to its bytes (no copy).
 public struct RetransmissionBuffer: Sendable {
     /// Bounds and pacing.
     public struct Configuration: Equatable, Sendable {
         /// Packets kept (rounded up to a power of two); 0 keeps none (a receiver that did not
         /// agree NACK asks for nothing, and a kept packet's bytes are memory held for naught).
         public var capacity: Int = 1024
-        /// Packets older than this are not resent.
+        /// Packets older than this are not resent, but for the case below.
         public var maxAge: Duration = .seconds(1)
+        /// A packet asked for again after its RTX resend, by a receiver that seems not to take
+        /// RTX, goes (as its original bytes) up to this age: that receiver is still waiting at
+        /// the hole (aiortc until its jitter buffer overflows, 128 packets later) and asks again
+        /// only at its next gap, seconds later at a few percent loss.
+        public var maxAgeAskedAgain: Duration = .seconds(10)
         /// A packet is resent at most once per this interval, or per round trip when one is
         /// known (a receiver asks again before the resend could have reached it).
         public var minimumResendInterval: Duration = .milliseconds(10)
@@ -216,7 +221,15 @@ public struct RetransmissionBuffer: Sendable {
             slot.askedAgainCounted = true
             slots[index] = slot
         }
-        guard now - slot.sentAt <= configuration.maxAge else {
+        // While at least half the stream's RTX resends were asked for again, a packet asked for
+        // again goes as its original bytes on the media stream (RFC 4588 §1's "same stream"
+        // repair, taken as a late packet); from the second such request on, so do first requests,
+        // but for every eighth, which tests RTX again (a receiver that merely lost a few RTX
+        // resends gets RTX back). Else RTX: an in-stream repair counts in the receiver's reports
+        // as received, not lost, and its lateness as jitter.
+        let rtxSeemsIgnored = rtxResendsAskedAgain * 2 >= rtxResends
+        let maxAge = askedAgainAfterRTX && rtxSeemsIgnored ? configuration.maxAgeAskedAgain : configuration.maxAge
+        guard now - slot.sentAt <= maxAge else {
             requestsRefused += 1
             requestsUnanswerable += 1
             return nil
@@ -226,13 +239,6 @@ public struct RetransmissionBuffer: Sendable {
             return nil
         }
         var bytes = slot.bytes
-        // While at least half the stream's RTX resends were asked for again, a packet asked for
-        // again goes as its original bytes on the media stream (RFC 4588 §1's "same stream"
-        // repair, taken as a late packet); from the second such request on, so do first requests,
-        // but for every eighth, which tests RTX again (a receiver that merely lost a few RTX
-        // resends gets RTX back). Else RTX: an in-stream repair counts in the receiver's reports
-        // as received, not lost, and its lateness as jitter.
-        let rtxSeemsIgnored = rtxResendsAskedAgain * 2 >= rtxResends
         let asRTX: RTXConfiguration?
         if askedAgainAfterRTX {
             asRTX = rtxSeemsIgnored ? nil : rtx

@@ -118,23 +118,38 @@ import Wire
         #expect(takingRTX.values.allSatisfy { $0.allSatisfy { $0 == 0x2222 } })
     }
 
-    /// aiortc asks again for a packet only at its next gap, at 5 % loss often more than a second
-    /// later: past the age limit, so not answered, but it still says the RTX resend never came,
-    /// and the next loss is repaired on the media stream at its first request.
-    @Test func requestsTooLateToAnswerStillTellThatRTXDoesNotArrive() throws {
-        var buffer = RetransmissionBuffer(rtx: Self.rtx)
-        for sequence: UInt16 in 0..<40 {
-            buffer.packetSent(try videoPacket(sequenceNumber: sequence, timestamp: 0).serialized(), now: at(Int(sequence) * 70))
+    /// aiortc asks again for a packet only at its next gap, at a few percent loss often more than
+    /// a second later, and waits at the hole till then (until its jitter buffer overflows): a
+    /// packet asked for again after its RTX resend goes on the media stream even past the age
+    /// limit, up to `maxAgeAskedAgain`, and once that has happened twice the next loss is repaired
+    /// on the media stream at its first request. A first request past the age limit is not
+    /// answered.
+    @Test func aReceiverStillWaitingPastAnRTXResendGetsThePacketLate() throws {
+        func sentBuffer() throws -> RetransmissionBuffer {
+            var buffer = RetransmissionBuffer(rtx: Self.rtx)
+            for sequence: UInt16 in 0..<40 {
+                buffer.packetSent(try videoPacket(sequenceNumber: sequence, timestamp: 0).serialized(), now: at(Int(sequence) * 70))
+            }
+            return buffer
         }
-        func resend(_ sequence: UInt16, at ms: Int) throws -> [RTPPacket] {
+        func resend(_ sequence: UInt16, at ms: Int, in buffer: inout RetransmissionBuffer) throws -> [RTPPacket] {
             try buffer.retransmissions(for: GenericNACK(senderSSRC: 9, mediaSSRC: 0x1111, lostSequenceNumbers: [sequence]), now: at(ms))
                 .map { try RTPPacket.parse($0) }
         }
-        #expect(try resend(3, at: 260).map(\.ssrc) == [0x2222])
-        #expect(try resend(10, at: 750).map(\.ssrc) == [0x2222])
-        #expect(try resend(3, at: 1500).isEmpty && resend(10, at: 1950).isEmpty)  // over a second old
-        let repaired = try resend(30, at: 2150)
+        var buffer = try sentBuffer()
+        #expect(try resend(3, at: 260, in: &buffer).map(\.ssrc) == [0x2222])
+        #expect(try resend(10, at: 750, in: &buffer).map(\.ssrc) == [0x2222])
+        #expect(try resend(5, at: 1400, in: &buffer).isEmpty)  // a first request, over a second old
+        for (sequence, ms) in [(UInt16(3), 1500), (10, 1950)] {  // asked again, 1.29 and 1.25 s old
+            let late = try resend(sequence, at: ms, in: &buffer)
+            #expect(late.map(\.ssrc) == [0x1111] && late.map(\.sequenceNumber) == [sequence], "packet \(sequence)")
+        }
+        let repaired = try resend(30, at: 2150, in: &buffer)
         #expect(repaired.map(\.ssrc) == [0x1111] && repaired.map(\.sequenceNumber) == [30])
+
+        var old = try sentBuffer()
+        #expect(try resend(3, at: 260, in: &old).map(\.ssrc) == [0x2222])
+        #expect(try resend(3, at: 10_300, in: &old).isEmpty)  // asked again past 10 s
     }
 
     @Test func nackStormResendsEachPacketAtMostOncePerPacingInterval() throws {
