@@ -164,11 +164,14 @@ public final class OfflineComposer {
                     let at = start + packet.timestamp
                     switch packet.kind {
                     case .video:
+                        // The picture stays in the decoder's buffer, lent to the track, and is
+                        // drawn from there at the next tick: this loop decodes and draws in turn.
+                        guard let decoder = input.videoDecoder else { break }
                         let began = wallClock.now
-                        let frame = try? input.videoDecoder?.decode(packet.data, timestamp: at)
+                        let decoded = (try? decoder.decodeLending(packet.data, timestamp: at)) ?? false
                         codecTime += wallClock.now - began
-                        if let frame = frame ?? nil {
-                            input.videoTrack.push(frame, now: at)
+                        if decoded {
+                            input.videoTrack.pushLent(by: decoder, now: at)
                             framesDecoded += 1
                         }
                     case .audio:

@@ -52,6 +52,8 @@ public final class VideoTrack {
     public private(set) var lastFrameArrival: Instant?
 
     private var latest: I420Frame?
+    /// Lends the latest picture instead (`pushLent`); `latest` is then nil.
+    private var lender: (any PictureLender)?
     /// Arrival times within the last second, oldest first (for `frameRate(now:)`).
     private var recentArrivals: [Instant] = []
     private static let recentArrivalLimit = 240
@@ -65,6 +67,21 @@ public final class VideoTrack {
     public func push(_ frame: I420Frame, now: Instant) {
         guard readyState == .live else { return }
         latest = frame
+        lender = nil
+        noteArrival(now: now)
+    }
+
+    /// Takes `lender`'s lent picture as the latest, arrived at `now` (no copy): consumers read it
+    /// in the lender's planes for as long as it lends it, and show the placeholder when it lends
+    /// none. For a source that decodes and composes on one thread (`tessera compose`).
+    public func pushLent(by lender: any PictureLender, now: Instant) {
+        guard readyState == .live else { return }
+        latest = nil
+        self.lender = lender
+        noteArrival(now: now)
+    }
+
+    private func noteArrival(now: Instant) {
         framesReceived &+= 1
         lastFrameArrival = now
         recentArrivals.removeAll { now - $0 >= .seconds(1) }
@@ -83,12 +100,22 @@ public final class VideoTrack {
     /// 2 s, so that a consumer shows a placeholder rather than a frozen frame.
     public func latestFrame(now: Instant) -> I420Frame? {
         guard !isMuted, isRendering(now: now) else { return nil }
+        if let lent = lender?.lentPicture { return I420Frame(copying: lent.view, timestamp: lent.timestamp) }
         return latest
+    }
+
+    /// Calls `body` with the picture to show at `now` (as `latestFrame` gives it, but a lent
+    /// picture in its lender's planes, not copied); nil, without calling it, when there is none.
+    public func withLatestPicture<R>(now: Instant, _ body: (I420PictureView) -> R) -> R? {
+        guard !isMuted, isRendering(now: now) else { return nil }
+        if let lender { return lender.lentPicture.map { body($0.view) } }
+        return latest?.withView(body)
     }
 
     /// The size of the latest frame as sent (before `rotation`); nil before the first frame.
     public var frameSize: VideoSize? {
-        latest.map { VideoSize(width: $0.width, height: $0.height) }
+        if let lent = lender?.lentPicture { return VideoSize(width: lent.view.width, height: lent.view.height) }
+        return latest.map { VideoSize(width: $0.width, height: $0.height) }
     }
 
     /// Frames that arrived in the second before `now`.
@@ -101,6 +128,7 @@ public final class VideoTrack {
     public func end() {
         readyState = .ended
         latest = nil
+        lender = nil
         recentArrivals = []
     }
 }

@@ -164,10 +164,7 @@ public final class VideoCompositor: Observable {
         let tile = position.normalizedRect.pixels(in: VideoSize(width: canvas.width, height: canvas.height))
         guard !tile.isEmpty else { return }
         let track = position.track
-        if let track, var frame = track.latestFrame(now: now) {
-            frame = frame.rotated(position.rotation ?? track.rotation)
-            if position.mirror { frame = frame.mirrored() }
-            place(frame, in: tile, contentMode: position.contentMode, on: &canvas)
+        if let track, drawPicture(of: track, for: position, in: tile, on: &canvas, now: now) {
             if index < tileStatistics.count { tileStatistics[index].drew(frameNumber: track.framesReceived, now: now) }
         } else {
             switch position.placeholder {
@@ -183,6 +180,22 @@ public final class VideoCompositor: Observable {
             let drawn = index < tileStatistics.count ? tileStatistics[index].framesDrawn(now: now) : 0
             drawDebugOverlay(track: track, framesDrawn: drawn, in: tile, on: &canvas, now: now)
         }
+    }
+
+    /// Draws `track`'s picture at `now` into `tile`, turned and mirrored as `position` asks;
+    /// false when it has none to show. An upright picture is drawn from where it is (a lent one
+    /// from its decoder's buffer), a turned one from a turned copy.
+    private func drawPicture(of track: VideoTrack, for position: VideoTrackPositionInfo, in tile: PixelRect,
+                             on canvas: inout I420Frame, now: Instant) -> Bool {
+        let rotation = position.rotation ?? track.rotation
+        guard rotation == .none && !position.mirror else {
+            guard var frame = track.latestFrame(now: now) else { return false }
+            frame = frame.rotated(rotation)
+            if position.mirror { frame = frame.mirrored() }
+            place(frame, in: tile, contentMode: position.contentMode, on: &canvas)
+            return true
+        }
+        return track.withLatestPicture(now: now) { place($0, in: tile, contentMode: position.contentMode, on: &canvas) } != nil
     }
 
     /// The debug overlay's border: green while the tile's track renders, red while it does not.
@@ -202,6 +215,10 @@ public final class VideoCompositor: Observable {
 
     /// Scales `frame` straight into `tile` (no intermediate picture).
     private func place(_ frame: I420Frame, in tile: PixelRect, contentMode: ContentMode, on canvas: inout I420Frame) {
+        frame.withView { place($0, in: tile, contentMode: contentMode, on: &canvas) }
+    }
+
+    private func place(_ frame: I420PictureView, in tile: PixelRect, contentMode: ContentMode, on canvas: inout I420Frame) {
         let source = VideoSize(width: frame.width, height: frame.height)
         switch contentMode {
         case .fill:

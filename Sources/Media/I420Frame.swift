@@ -83,6 +83,36 @@ public enum VideoRotation: Int, Sendable, Hashable, CaseIterable {
     case none = 0, clockwise90 = 90, upsideDown = 180, clockwise270 = 270
 }
 
+/// An I420 picture in planes that belong to someone else (a decoder's buffer, lent): read only,
+/// and only while the owner keeps them (`VP8Decoder.lentPicture` says how long). A row of a plane
+/// may be longer than the picture (`lumaStride`, `chromaStride`). Not `Sendable`: it is pointers.
+public struct I420PictureView {
+    public let width: Int
+    public let height: Int
+    public let y: UnsafePointer<UInt8>
+    public let u: UnsafePointer<UInt8>
+    public let v: UnsafePointer<UInt8>
+    /// Bytes from a row of the Y plane to the next, and of the U and V planes.
+    public let lumaStride: Int
+    public let chromaStride: Int
+    public var bounds: PixelRect { PixelRect(x: 0, y: 0, width: width, height: height) }
+
+    public init(width: Int, height: Int, y: UnsafePointer<UInt8>, u: UnsafePointer<UInt8>, v: UnsafePointer<UInt8>,
+                lumaStride: Int, chromaStride: Int) {
+        (self.width, self.height, self.y, self.u, self.v) = (width, height, y, u, v)
+        (self.lumaStride, self.chromaStride) = (lumaStride, chromaStride)
+    }
+}
+
+/// Lends a track its latest picture in the lender's own planes instead of pushing a copy
+/// (`VideoTrack.pushLent`): what `tessera compose`'s decoders do, as they decode and draw on
+/// one thread.
+public protocol PictureLender: AnyObject {
+    /// The latest picture and its capture time, valid until the lender changes it; nil when it
+    /// has none (see the lender).
+    var lentPicture: (view: I420PictureView, timestamp: Instant)? { get }
+}
+
 /// A decoded picture in I420 (planar Y'CbCr 4:2:0), the format VP8 decodes to and encodes from.
 /// The planes are packed in one buffer: Y (`width` × `height`), then U and V (half size, rounded
 /// up). Value semantics: copies share storage until one is written.
@@ -211,6 +241,11 @@ public struct I420Frame: Sendable, Equatable {
     /// Copies `source` (or its `sourceRect`) into `rect` of this picture, scaling when the sizes
     /// differ. Both rectangles are clipped and aligned to even pixels.
     public mutating func draw(_ source: I420Frame, from sourceRect: PixelRect? = nil, at rect: PixelRect) {
+        source.withView { draw($0, from: sourceRect, at: rect) }
+    }
+
+    /// `draw` from a picture in someone else's planes (a decoder's, lent: no copy of it first).
+    public mutating func draw(_ source: I420PictureView, from sourceRect: PixelRect? = nil, at rect: PixelRect) {
         let from = (sourceRect ?? source.bounds).clipped(to: source.bounds).evenAligned(within: source.bounds)
         let to = rect.evenAligned(within: bounds)
         guard !from.isEmpty, !to.isEmpty else { return }
@@ -226,27 +261,41 @@ public struct I420Frame: Sendable, Equatable {
                 .clipped(to: source.bounds).evenAligned(within: source.bounds)
             guard !sourceArea.isEmpty else { return }
         }
-        let sourceStride = (Int32(source.width), Int32(source.chromaWidth))
+        let sourceStride = (Int32(source.lumaStride), Int32(source.chromaStride))
         let targetStride = (Int32(width), Int32(chromaWidth))
-        source.withPlanes { sy, su, sv in
-            let sy = sy + sourceArea.y * source.width + sourceArea.x
-            let su = su + (sourceArea.y / 2) * source.chromaWidth + sourceArea.x / 2
-            let sv = sv + (sourceArea.y / 2) * source.chromaWidth + sourceArea.x / 2
-            let (width, chromaWidth) = (width, chromaWidth)
-            withMutablePlanes { dy, du, dv in
-                let dy = dy + visible.y * width + visible.x
-                let du = du + (visible.y / 2) * chromaWidth + visible.x / 2
-                let dv = dv + (visible.y / 2) * chromaWidth + visible.x / 2
-                if sourceArea.width == visible.width && sourceArea.height == visible.height {
-                    _ = I420Copy(sy, sourceStride.0, su, sourceStride.1, sv, sourceStride.1,
-                                 dy, targetStride.0, du, targetStride.1, dv, targetStride.1, Int32(visible.width), Int32(visible.height))
-                } else {
-                    _ = I420Scale(sy, sourceStride.0, su, sourceStride.1, sv, sourceStride.1,
-                                  Int32(sourceArea.width), Int32(sourceArea.height),
-                                  dy, targetStride.0, du, targetStride.1, dv, targetStride.1,
-                                  Int32(visible.width), Int32(visible.height), kFilterBilinear)
-                }
+        let sy = source.y + sourceArea.y * source.lumaStride + sourceArea.x
+        let su = source.u + (sourceArea.y / 2) * source.chromaStride + sourceArea.x / 2
+        let sv = source.v + (sourceArea.y / 2) * source.chromaStride + sourceArea.x / 2
+        let (width, chromaWidth) = (width, chromaWidth)
+        withMutablePlanes { dy, du, dv in
+            let dy = dy + visible.y * width + visible.x
+            let du = du + (visible.y / 2) * chromaWidth + visible.x / 2
+            let dv = dv + (visible.y / 2) * chromaWidth + visible.x / 2
+            if sourceArea.width == visible.width && sourceArea.height == visible.height {
+                _ = I420Copy(sy, sourceStride.0, su, sourceStride.1, sv, sourceStride.1,
+                             dy, targetStride.0, du, targetStride.1, dv, targetStride.1, Int32(visible.width), Int32(visible.height))
+            } else {
+                _ = I420Scale(sy, sourceStride.0, su, sourceStride.1, sv, sourceStride.1,
+                              Int32(sourceArea.width), Int32(sourceArea.height),
+                              dy, targetStride.0, du, targetStride.1, dv, targetStride.1,
+                              Int32(visible.width), Int32(visible.height), kFilterBilinear)
             }
+        }
+    }
+
+    /// A packed copy of `view`'s picture.
+    public init(copying view: I420PictureView, timestamp: Instant) {
+        let (width, height, chromaWidth) = (view.width, view.height, Int32(Self.chromaSide(view.width)))
+        self.init(width: width, height: height, timestamp: timestamp) { dy, du, dv in
+            _ = I420Copy(view.y, Int32(view.lumaStride), view.u, Int32(view.chromaStride), view.v, Int32(view.chromaStride),
+                         dy, Int32(width), du, chromaWidth, dv, chromaWidth, Int32(width), Int32(height))
+        }
+    }
+
+    /// Calls `body` with this picture as a view of its planes.
+    public func withView<R>(_ body: (I420PictureView) throws -> R) rethrows -> R {
+        try withPlanes { y, u, v in
+            try body(I420PictureView(width: width, height: height, y: y, u: u, v: v, lumaStride: width, chromaStride: chromaWidth))
         }
     }
 

@@ -1,5 +1,4 @@
 private import CVPX
-private import CYUV
 import Wire
 
 /// A libvpx VP8 decoder: compressed frames in (as `VP8FrameAssembler` hands them over), packed
@@ -56,6 +55,29 @@ public final class VP8Decoder {
     /// Decodes one compressed frame. Returns the picture, or nil when the frame is not meant to
     /// be shown (a VP8 frame with `show_frame` clear). `timestamp` is stamped on the picture.
     public func decode(_ data: [UInt8], timestamp: Instant = Instant(nanoseconds: 0)) throws(VP8CodecError) -> I420Frame? {
+        guard let view = try decodePicture(data) else { return nil }
+        return I420Frame(copying: view, timestamp: timestamp)
+    }
+
+    /// The picture of the last `decodeLending`, in libvpx's own buffer, and its `timestamp`.
+    /// Valid until the next `decode` or `decodeLending` call that reaches libvpx, or the
+    /// decoder's end: a frame refused before (while waiting for a key frame, too large, empty)
+    /// leaves it lent; one that libvpx refuses takes it away (nil), as libvpx may have written
+    /// into its buffers.
+    public private(set) var lentPicture: (view: I420PictureView, timestamp: Instant)?
+
+    /// Decodes as `decode` does, but lends the picture (`lentPicture`) instead of copying it out:
+    /// for a caller that draws it before decoding again, on the same thread. Returns whether a
+    /// new picture is lent.
+    @discardableResult
+    public func decodeLending(_ data: [UInt8], timestamp: Instant = Instant(nanoseconds: 0)) throws(VP8CodecError) -> Bool {
+        guard let view = try decodePicture(data) else { return false }
+        lentPicture = (view, timestamp)
+        return true
+    }
+
+    /// Decodes `data`; the picture to show, in libvpx's buffer, or nil when there is none.
+    private func decodePicture(_ data: [UInt8]) throws(VP8CodecError) -> I420PictureView? {
         let keyFrame = Self.isKeyFrame(data)
         if needsKeyFrame && !keyFrame {
             framesRefused += 1
@@ -75,6 +97,7 @@ public final class VP8Decoder {
             }
         }
         let context = context
+        lentPicture = nil
         let status = data.withUnsafeBufferPointer { buffer in
             vpx_codec_decode(context, buffer.baseAddress, UInt32(buffer.count), nil, 0)
         }
@@ -95,10 +118,10 @@ public final class VP8Decoder {
         }
         if keyFrame { needsKeyFrame = false }
 
-        var picture: I420Frame?
+        var picture: I420PictureView?
         var iterator: vpx_codec_iter_t?
         while let image = vpx_codec_get_frame(context, &iterator) {
-            picture = Self.copy(image, timestamp: timestamp)
+            picture = Self.view(of: image)
         }
         if let picture {
             framesDecoded += 1
@@ -107,19 +130,18 @@ public final class VP8Decoder {
         return picture
     }
 
-    /// Copies a libvpx picture (planes with padded strides) into a packed I420Frame.
-    private static func copy(_ image: UnsafeMutablePointer<vpx_image_t>, timestamp: Instant) -> I420Frame? {
+    /// A libvpx picture's planes (rows padded past the width), when it is I420 of a sane size.
+    private static func view(of image: UnsafeMutablePointer<vpx_image_t>) -> I420PictureView? {
         let width = Int(image.pointee.d_w), height = Int(image.pointee.d_h)
+        let strides = (Int(image.pointee.stride.0), Int(image.pointee.stride.1), Int(image.pointee.stride.2))
         guard image.pointee.fmt == VPX_IMG_FMT_I420, width > 0, height > 0, width <= 16384, height <= 16384,
-              let sy = image.pointee.planes.0, let su = image.pointee.planes.1, let sv = image.pointee.planes.2 else { return nil }
-        let strides = (image.pointee.stride.0, image.pointee.stride.1, image.pointee.stride.2)
-        let chromaWidth = Int32(I420Frame.chromaSide(width))
-        return I420Frame(width: width, height: height, timestamp: timestamp) { dy, du, dv in
-            _ = I420Copy(sy, strides.0, su, strides.1, sv, strides.2,
-                         dy, Int32(width), du, chromaWidth, dv, chromaWidth, Int32(width), Int32(height))
-        }
+              strides.0 >= width, strides.1 == strides.2, strides.1 >= I420Frame.chromaSide(width),
+              let y = image.pointee.planes.0, let u = image.pointee.planes.1, let v = image.pointee.planes.2 else { return nil }
+        return I420PictureView(width: width, height: height, y: y, u: u, v: v, lumaStride: strides.0, chromaStride: strides.1)
     }
 }
+
+extension VP8Decoder: PictureLender {}
 
 /// libvpx's words for an error on `context`, or for `code` alone.
 private func vpxErrorText(_ context: UnsafeMutablePointer<vpx_codec_ctx_t>?, _ code: vpx_codec_err_t) -> String {

@@ -202,6 +202,42 @@ import Wire
         #expect(canvas.pixel(x: 540, y: 180).isClose(to: Palette.red, tolerance: 2))
     }
 
+    /// A track lent its pictures by a decoder (tessera compose's, no copy) shows what a track
+    /// pushed the decoded copies shows, upright or mirrored; when the decoder has no picture to
+    /// lend (libvpx refused a frame) the tile shows its placeholder.
+    @Test func aLentPictureIsDrawnAsAPushedCopyOfItIs() throws {
+        var source = solidFrame(Palette.red, width: 320, height: 180)
+        source.fill(PixelRect(x: 0, y: 0, width: 80, height: 180), with: Palette.green)
+        let encoder = try VP8Encoder(.init(width: 320, height: 180, bitrate: 500_000))
+        let key = try #require(try encoder.encode(source).first).data
+        let decoder = try VP8Decoder()
+        #expect(try decoder.decodeLending(key, timestamp: clock.now()))
+        let lent = VideoTrack(id: "lent"), pushed = VideoTrack(id: "pushed")
+        lent.pushLent(by: decoder, now: clock.now())
+        pushed.push(try #require(try VP8Decoder().decode(key, timestamp: clock.now())), now: clock.now())
+        #expect(lent.frameSize == VideoSize(width: 320, height: 180))
+        let compositor = runningCompositor()
+        let halves = [NormalizedRect(x: 0, y: 0, width: 0.5, height: 0.5), NormalizedRect(x: 0.5, y: 0, width: 0.5, height: 0.5),
+                      NormalizedRect(x: 0, y: 0.5, width: 0.5, height: 0.5), NormalizedRect(x: 0.5, y: 0.5, width: 0.5, height: 0.5)]
+        compositor.setTemplate(CompositeTemplate(positions: [
+            VideoTrackPositionInfo(track: lent, normalizedRect: halves[0], placeholder: .color(Palette.magenta)),
+            VideoTrackPositionInfo(track: pushed, normalizedRect: halves[1]),
+            VideoTrackPositionInfo(track: lent, normalizedRect: halves[2], mirror: true, placeholder: .color(Palette.magenta)),
+            VideoTrackPositionInfo(track: pushed, normalizedRect: halves[3], mirror: true),
+        ]))
+        let canvas = try picture(compositor)
+        func tile(_ x: Int, _ y: Int) -> I420Frame { canvas.cropped(to: PixelRect(x: x, y: y, width: 320, height: 180)) }
+        #expect(tile(0, 0).data == tile(320, 0).data, "upright")
+        #expect(tile(0, 180).data == tile(320, 180).data, "mirrored")
+        #expect(canvas.pixel(x: 20, y: 90).isClose(to: Palette.green, tolerance: 8))
+        #expect(canvas.pixel(x: 300, y: 270).isClose(to: Palette.green, tolerance: 8))
+
+        #expect(throws: VP8CodecError.self) { try decoder.decodeLending(Array(key.prefix(12))) }
+        let after = try picture(compositor)
+        #expect(after.pixel(x: 160, y: 90) == Palette.magenta && after.pixel(x: 160, y: 270) == Palette.magenta)
+        #expect(after.pixel(x: 480, y: 90).isClose(to: Palette.red, tolerance: 8))
+    }
+
     @Test func aNewTemplateAppliesOnTheNextPicture() throws {
         let alice = track("alice", Palette.red), bob = track("bob", Palette.green)
         let compositor = runningCompositor()

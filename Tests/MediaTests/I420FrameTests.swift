@@ -75,4 +75,38 @@ import Testing
         #expect(I420Frame(width: 4, height: 4, packed: [UInt8](repeating: 0, count: 23)) == nil)
         #expect(I420Frame(width: 0, height: 4, packed: []) == nil)
     }
+
+    /// A picture in padded planes (as a decoder keeps it) draws, copied or scaled, exactly as its
+    /// packed copy does, and copies back to it.
+    @Test func aViewOfPaddedPlanesDrawsAsItsPackedCopy() {
+        var source = I420Frame(width: 96, height: 64, color: blue)
+        source.fill(PixelRect(x: 20, y: 10, width: 30, height: 40), with: red)
+        source.fill(PixelRect(x: 60, y: 30, width: 20, height: 20), with: green)
+        let padding = 24, (width, height) = (source.width, source.height)
+        let (lumaStride, chromaStride) = (width + padding, source.chromaWidth + padding / 2)
+        var luma = [UInt8](repeating: 0xEE, count: lumaStride * height)
+        var u = [UInt8](repeating: 0xEE, count: chromaStride * source.chromaHeight), v = u
+        for row in 0..<height { luma[row * lumaStride..<row * lumaStride + width] = source.data[row * width..<(row + 1) * width] }
+        for row in 0..<source.chromaHeight {
+            let from = source.lumaSize + row * source.chromaWidth
+            u[row * chromaStride..<row * chromaStride + source.chromaWidth] = source.data[from..<from + source.chromaWidth]
+            v[row * chromaStride..<row * chromaStride + source.chromaWidth] = source.data[from + source.chromaSize..<from + source.chromaSize + source.chromaWidth]
+        }
+        luma.withUnsafeBufferPointer { y in
+            u.withUnsafeBufferPointer { u in
+                v.withUnsafeBufferPointer { v in
+                    guard let y = y.baseAddress, let u = u.baseAddress, let v = v.baseAddress else { return }
+                    let view = I420PictureView(width: width, height: height, y: y, u: u, v: v, lumaStride: lumaStride, chromaStride: chromaStride)
+                    #expect(I420Frame(copying: view, timestamp: source.timestamp) == source)
+                    for (from, to) in [(nil, PixelRect(x: 8, y: 6, width: 96, height: 64)), (nil, PixelRect(x: 0, y: 0, width: 50, height: 30)),
+                                       (PixelRect(x: 10, y: 10, width: 60, height: 40), PixelRect(x: 30, y: 20, width: 90, height: 60))] {
+                        var fromView = I420Frame(width: 128, height: 96, color: .black), fromFrame = fromView
+                        fromView.draw(view, from: from, at: to)
+                        fromFrame.draw(source, from: from, at: to)
+                        #expect(fromView == fromFrame, "\(String(describing: from)) to \(to)")
+                    }
+                }
+            }
+        }
+    }
 }

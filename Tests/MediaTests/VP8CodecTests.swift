@@ -177,4 +177,30 @@ import WireTesting
         // And the decoder still works.
         #expect(try decoder.decode(stream[0])?.pixel(x: 150, y: 60).isClose(to: background) == true)
     }
+
+    /// A lending decoder lends, in libvpx's buffer, exactly the picture a copying one returns;
+    /// a frame refused before libvpx leaves the lent picture as it was, one libvpx refuses takes
+    /// it away; a mutated stream never lends a picture of the wrong shape.
+    @Test func aLentPictureIsTheDecodedPictureUntilLibvpxIsCalledAgain() throws {
+        let encoder = try VP8Encoder(.init(width: 320, height: 180, bitrate: 300_000))
+        let stream = try (0..<8).flatMap { try encoder.encode(picture($0, width: 320, height: 180)) }.map(\.data)
+        let copying = try VP8Decoder(), lending = try VP8Decoder()
+        for (index, frame) in stream.enumerated() {
+            let copied = try #require(try copying.decode(frame, timestamp: .milliseconds(UInt64(index))))
+            #expect(try lending.decodeLending(frame, timestamp: .milliseconds(UInt64(index))))
+            let lent = try #require(lending.lentPicture)
+            #expect(lent.view.lumaStride > lent.view.width, "libvpx's rows are padded: the view is not a packed copy")
+            #expect(I420Frame(copying: lent.view, timestamp: lent.timestamp) == copied, "frame \(index)")
+        }
+        #expect(lending.framesDecoded == stream.count && lending.frameSize?.width == 320)
+        #expect(throws: VP8CodecError.self) { try lending.decodeLending([]) }
+        #expect(lending.lentPicture != nil, "an empty frame never reached libvpx")
+        var damaged = stream[3]
+        for index in 10..<damaged.count { damaged[index] ^= 0x5A }
+        _ = try? lending.decodeLending(damaged)
+        #expect(lending.lentPicture == nil || lending.lentPicture?.view.width == 320)
+        #expect(throws: VP8CodecError.self) { try lending.decodeLending(Array(stream[0].prefix(12))) }
+        #expect(lending.lentPicture == nil, "libvpx refused a frame: its buffers may have changed")
+        #expect(try lending.decodeLending(stream[0]) && lending.lentPicture?.view.width == 320)
+    }
 }
