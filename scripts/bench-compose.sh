@@ -16,6 +16,9 @@
 # Each run also gives its own ratio (GStreamer's CPU a frame over Tessera's, the two measured one
 # after the other): their median is printed too, steadier than the ratio of the medians on a
 # shared machine whose load moves between runs.
+# AB_ROUNDS=N with BEFORE: only the two Tessera builds, N rounds, each round both (the order
+# swapped every round), and the median of the rounds' ratios: a before/after of a few percent,
+# which the machine's moods hide from 3 runs.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 setup_test
@@ -84,6 +87,23 @@ print(json.dumps({"canvas": {"width": 1280, "height": 720, "fps": 30, "backgroun
 PY
     inputs=()
     for i in $(seq 0 $((n - 1))); do inputs+=("$WORK/in$i.webm"); done
+
+    if [ -n "${AB_ROUNDS:-}" ] && [ -n "${BEFORE:-}" ]; then
+        frames=$((SECONDS_OF_MEDIA * 30)) this_cpu=() before_cpu=() ab_ratios=()
+        for round in $(seq "$AB_ROUNDS"); do
+            order=("$TESSERA" "$BEFORE")
+            [ $((round % 2)) -eq 0 ] && order=("$BEFORE" "$TESSERA")
+            for build in "${order[@]}"; do
+                ms=$(cpu_ms "$build" compose --template "$WORK/grid$n.json" --out "$WORK/ab$n.webm" "${inputs[@]}")
+                if [ "$build" = "$TESSERA" ]; then this_cpu+=("$ms"); else before_cpu+=("$ms"); fi
+            done
+            ab_ratios+=("$(python3 -c "print(f'{${this_cpu[-1]} / ${before_cpu[-1]}:.4f}')")")
+        done
+        printf 'compose %2d inputs, %s rounds alternated: this build %.2f ms CPU/frame, before %.2f | this build / before, the median of the rounds: %s\n' \
+            "$n" "$AB_ROUNDS" "$(python3 -c "print($(printf '%s\n' "${this_cpu[@]}" | median) / $frames)")" \
+            "$(python3 -c "print($(printf '%s\n' "${before_cpu[@]}" | median) / $frames)")" "$(printf '%s\n' "${ab_ratios[@]}" | median)"
+        continue
+    fi
 
     starts=()
     for i in $(seq 0 $((n - 1))); do starts+=("$WORK/start/in$i.webm"); done

@@ -1,4 +1,5 @@
 private import CVPX
+private import CYUV
 import Wire
 
 /// A libvpx VP8 decoder: compressed frames in (as `VP8FrameAssembler` hands them over), packed
@@ -44,6 +45,7 @@ public final class VP8Decoder {
     deinit {
         if isOpen { vpx_codec_destroy(context) }
         context.deallocate()
+        keptPicture?.deallocate()
     }
 
     /// Whether `data` starts a VP8 key frame (RFC 6386 §9.1: frame tag bit 0 clear, then the
@@ -62,9 +64,11 @@ public final class VP8Decoder {
     /// The picture of the last `decodeLending`, in libvpx's own buffer, and its `timestamp`.
     /// Valid until the next `decode` or `decodeLending` call that reaches libvpx, or the
     /// decoder's end: a frame refused before (while waiting for a key frame, too large, empty)
-    /// leaves it lent; one that libvpx refuses takes it away (nil), as libvpx may have written
-    /// into its buffers.
-    public private(set) var lentPicture: (view: I420PictureView, timestamp: Instant)?
+    /// leaves it lent; one that libvpx refuses takes it away (nil). While a frame not to be shown
+    /// is decoded, a copy is lent instead (see `keepLentPicture`).
+    public private(set) var lentPicture: (view: I420PictureView, timestamp: Instant)? {
+        didSet { lendsKeptPicture = false }
+    }
 
     /// Decodes as `decode` does, but lends the picture (`lentPicture`) instead of copying it out:
     /// for a caller that draws it before decoding again, on the same thread. Returns whether a
@@ -74,6 +78,34 @@ public final class VP8Decoder {
         guard let view = try decodePicture(data) else { return false }
         lentPicture = (view, timestamp)
         return true
+    }
+
+    /// A packed copy of the last lent picture, in memory of the decoder's own: lent instead while
+    /// a frame not to be shown is decoded.
+    private var keptPicture: UnsafeMutableBufferPointer<UInt8>?
+    private var lendsKeptPicture = false
+
+    /// Before libvpx decodes `data`, which may write into any of its buffers: a picture lent from
+    /// them ends. A frame not to be shown (an altref, `show_frame` clear: RFC 6386 §9.1) leaves
+    /// the picture on show as it was, so a copy of it is lent meanwhile (rare: the copy costs
+    /// little).
+    private func keepLentPicture(whileDecoding data: [UInt8]) {
+        guard let lent = lentPicture, !lendsKeptPicture else { return }
+        lentPicture = nil
+        guard data[0] & 0x10 == 0 else { return }
+        let view = lent.view, chromaWidth = I420Frame.chromaSide(view.width)
+        let luma = view.width * view.height, chroma = chromaWidth * I420Frame.chromaSide(view.height)
+        if keptPicture?.count != luma + 2 * chroma {
+            keptPicture?.deallocate()
+            keptPicture = .allocate(capacity: luma + 2 * chroma)
+        }
+        guard let base = keptPicture?.baseAddress else { return }
+        _ = I420Copy(view.y, Int32(view.lumaStride), view.u, Int32(view.chromaStride), view.v, Int32(view.chromaStride),
+                     base, Int32(view.width), base + luma, Int32(chromaWidth), base + luma + chroma, Int32(chromaWidth),
+                     Int32(view.width), Int32(view.height))
+        lentPicture = (I420PictureView(width: view.width, height: view.height, y: base, u: base + luma, v: base + luma + chroma,
+                                       lumaStride: view.width, chromaStride: chromaWidth), lent.timestamp)
+        lendsKeptPicture = true
     }
 
     /// Decodes `data`; the picture to show, in libvpx's buffer, or nil when there is none.
@@ -97,13 +129,14 @@ public final class VP8Decoder {
             }
         }
         let context = context
-        lentPicture = nil
+        keepLentPicture(whileDecoding: data)
         let status = data.withUnsafeBufferPointer { buffer in
             vpx_codec_decode(context, buffer.baseAddress, UInt32(buffer.count), nil, 0)
         }
         guard status == VPX_CODEC_OK else {
             framesRefused += 1
             needsKeyFrame = true
+            lentPicture = nil
             throw .corruptFrame(vpxErrorText(context, status))
         }
         var corrupted: Int32 = 0
@@ -114,6 +147,7 @@ public final class VP8Decoder {
             while vpx_codec_get_frame(context, &iterator) != nil {}
             framesRefused += 1
             needsKeyFrame = true
+            lentPicture = nil
             throw .corruptReference
         }
         if keyFrame { needsKeyFrame = false }

@@ -203,4 +203,25 @@ import WireTesting
         #expect(lending.lentPicture == nil, "libvpx refused a frame: its buffers may have changed")
         #expect(try lending.decodeLending(stream[0]) && lending.lentPicture?.view.width == 320)
     }
+
+    /// A frame not to be shown (an altref: `show_frame` clear) lends nothing new, and the picture
+    /// on show stays lent (a copy of it, as libvpx may decode into the buffer it was in).
+    @Test func aFrameNotToBeShownLeavesThePictureOnShowLent() throws {
+        let encoder = try VP8Encoder(.init(width: 320, height: 180, bitrate: 300_000))
+        let stream = try (0..<4).flatMap { try encoder.encode(picture($0 * 3, width: 320, height: 180)) }.map(\.data)
+        let reference = try VP8Decoder(), lending = try VP8Decoder()
+        let shown = try #require(try reference.decode(stream[0], timestamp: .milliseconds(5)))
+        #expect(try lending.decodeLending(stream[0], timestamp: .milliseconds(5)))
+        var hidden = stream[1]
+        hidden[0] &= ~0x10
+        #expect(try reference.decode(hidden) == nil)
+        #expect(try !lending.decodeLending(hidden, timestamp: .milliseconds(6)))
+        let kept = try #require(lending.lentPicture)
+        #expect(kept.timestamp == .milliseconds(5) && I420Frame(copying: kept.view, timestamp: kept.timestamp) == shown)
+        // The next shown frame predicts from what the hidden one left, in both decoders alike.
+        let expected = try #require(try reference.decode(stream[2], timestamp: .milliseconds(7)))
+        #expect(try lending.decodeLending(stream[2], timestamp: .milliseconds(7)))
+        let next = try #require(lending.lentPicture)
+        #expect(I420Frame(copying: next.view, timestamp: next.timestamp) == expected)
+    }
 }
