@@ -96,11 +96,24 @@ public struct I420PictureView {
     public let lumaStride: Int
     public let chromaStride: Int
     public var bounds: PixelRect { PixelRect(x: 0, y: 0, width: width, height: height) }
+    /// Bytes of the picture packed as `I420Frame` packs it.
+    public var packedSize: Int { width * height + 2 * I420Frame.chromaSide(width) * I420Frame.chromaSide(height) }
 
     public init(width: Int, height: Int, y: UnsafePointer<UInt8>, u: UnsafePointer<UInt8>, v: UnsafePointer<UInt8>,
                 lumaStride: Int, chromaStride: Int) {
         (self.width, self.height, self.y, self.u, self.v) = (width, height, y, u, v)
         (self.lumaStride, self.chromaStride) = (lumaStride, chromaStride)
+    }
+
+    /// Copies the picture into `destination` (`packedSize` bytes), packed as `I420Frame` packs
+    /// it, and returns a view of the copy.
+    @discardableResult
+    public func copyPacked(into destination: UnsafeMutablePointer<UInt8>) -> I420PictureView {
+        let chromaWidth = I420Frame.chromaSide(width), luma = width * height
+        let (u, v) = (destination + luma, destination + luma + chromaWidth * I420Frame.chromaSide(height))
+        _ = I420Copy(y, Int32(lumaStride), self.u, Int32(chromaStride), self.v, Int32(chromaStride),
+                     destination, Int32(width), u, Int32(chromaWidth), v, Int32(chromaWidth), Int32(width), Int32(height))
+        return I420PictureView(width: width, height: height, y: destination, u: u, v: v, lumaStride: width, chromaStride: chromaWidth)
     }
 }
 
@@ -285,11 +298,7 @@ public struct I420Frame: Sendable, Equatable {
 
     /// A packed copy of `view`'s picture.
     public init(copying view: I420PictureView, timestamp: Instant) {
-        let (width, height, chromaWidth) = (view.width, view.height, Int32(Self.chromaSide(view.width)))
-        self.init(width: width, height: height, timestamp: timestamp) { dy, du, dv in
-            _ = I420Copy(view.y, Int32(view.lumaStride), view.u, Int32(view.chromaStride), view.v, Int32(view.chromaStride),
-                         dy, Int32(width), du, chromaWidth, dv, chromaWidth, Int32(width), Int32(height))
-        }
+        self.init(width: view.width, height: view.height, timestamp: timestamp) { y, _, _ in view.copyPacked(into: y) }
     }
 
     /// Calls `body` with this picture as a view of its planes.

@@ -1,5 +1,4 @@
 private import CVPX
-private import CYUV
 import Wire
 
 /// A libvpx VP8 decoder: compressed frames in (as `VP8FrameAssembler` hands them over), packed
@@ -93,18 +92,12 @@ public final class VP8Decoder {
         guard let lent = lentPicture, !lendsKeptPicture else { return }
         lentPicture = nil
         guard data[0] & 0x10 == 0 else { return }
-        let view = lent.view, chromaWidth = I420Frame.chromaSide(view.width)
-        let luma = view.width * view.height, chroma = chromaWidth * I420Frame.chromaSide(view.height)
-        if keptPicture?.count != luma + 2 * chroma {
+        if keptPicture?.count != lent.view.packedSize {
             keptPicture?.deallocate()
-            keptPicture = .allocate(capacity: luma + 2 * chroma)
+            keptPicture = .allocate(capacity: lent.view.packedSize)
         }
         guard let base = keptPicture?.baseAddress else { return }
-        _ = I420Copy(view.y, Int32(view.lumaStride), view.u, Int32(view.chromaStride), view.v, Int32(view.chromaStride),
-                     base, Int32(view.width), base + luma, Int32(chromaWidth), base + luma + chroma, Int32(chromaWidth),
-                     Int32(view.width), Int32(view.height))
-        lentPicture = (I420PictureView(width: view.width, height: view.height, y: base, u: base + luma, v: base + luma + chroma,
-                                       lumaStride: view.width, chromaStride: chromaWidth), lent.timestamp)
+        lentPicture = (lent.view.copyPacked(into: base), lent.timestamp)
         lendsKeptPicture = true
     }
 
