@@ -1,6 +1,7 @@
 private import CPNG
 private import CTurboJPEG
 private import CYUV
+import Wire
 
 /// Why a still picture could not be read.
 public enum StillImageError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -45,10 +46,11 @@ public enum StillImage {
         }
         let (argb, width, height) = isPNG ? try decodePNG(bytes, maximumPixels: maximumPixels)
                                           : try decodeJPEG(bytes, maximumPixels: maximumPixels)
-        var out = I420Frame(width: width, height: height)
-        let chromaStride = Int32(out.chromaWidth), w = Int32(width), h = Int32(height)
-        let status = out.withMutablePlanes { y, u, v in
-            argb.withUnsafeBufferPointer { ARGBToI420($0.baseAddress, w * 4, y, w, u, chromaStride, v, chromaStride, w, h) }
+        let chromaStride = Int32(I420Frame.chromaSide(width)), w = Int32(width), h = Int32(height)
+        var status: Int32 = 0
+        // libyuv writes every sample, odd sizes' last column and row too: nothing to clear first.
+        let out = I420Frame(width: width, height: height, timestamp: Instant(nanoseconds: 0)) { y, u, v in
+            status = argb.withUnsafeBufferPointer { ARGBToI420($0.baseAddress, w * 4, y, w, u, chromaStride, v, chromaStride, w, h) }
         }
         guard status == 0 else { throw .corrupt("conversion failed") }
         return out

@@ -27,6 +27,19 @@ import WireTesting
         #expect(abs(Int(centre.u) - 128) <= 2 && abs(Int(centre.v) - 128) <= 2 && abs(Int(centre.y) - 126) <= 8, "\(centre)")
     }
 
+    /// Odd sides: the last column and row, and their chroma, are the picture's colour too (the
+    /// conversion writes every sample; nothing is cleared first).
+    @Test func anOddSizedPictureIsItsColourToTheLastSample() throws {
+        // Cropped in RGB: ffmpeg's colour source itself makes even sides only.
+        let png = [UInt8](try runTool("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "color=c=0xDC1E1E:s=16x10", "-frames:v", "1",
+                                                 "-vf", "format=rgb24,crop=15:9:0:0", "-c:v", "png", "-f", "image2pipe", "-"]))
+        let picture = try StillImage.decode(png)
+        #expect((picture.width, picture.height) == (15, 9))
+        for (x, y) in [(0, 0), (14, 0), (0, 8), (14, 8), (7, 4)] {
+            #expect(picture.pixel(x: x, y: y).isClose(to: Self.red, tolerance: 16), "(\(x), \(y)): \(picture.pixel(x: x, y: y))")
+        }
+    }
+
     @Test func whatIsNotAPictureIsRefusedWithTheReason() throws {
         #expect(throws: StillImageError.unsupportedFormat) { try StillImage.decode(Array("GIF89a".utf8)) }
         #expect(throws: StillImageError.unsupportedFormat) { try StillImage.decode([]) }
