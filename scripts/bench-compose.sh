@@ -88,8 +88,9 @@ PY
     inputs=()
     for i in $(seq 0 $((n - 1))); do inputs+=("$WORK/in$i.webm"); done
 
+    frames=$((SECONDS_OF_MEDIA * 30))
     if [ -n "${AB_ROUNDS:-}" ] && [ -n "${BEFORE:-}" ]; then
-        frames=$((SECONDS_OF_MEDIA * 30)) this_cpu=() before_cpu=() ab_ratios=()
+        this_cpu=() before_cpu=() ab_ratios=()
         for round in $(seq "$AB_ROUNDS"); do
             order=("$TESSERA" "$BEFORE")
             [ $((round % 2)) -eq 0 ] && order=("$BEFORE" "$TESSERA")
@@ -108,7 +109,6 @@ PY
     starts=()
     for i in $(seq 0 $((n - 1))); do starts+=("$WORK/start/in$i.webm"); done
     tessera_fps=() gst_fps=() shares=() tessera_cpu=() gst_cpu=() before_cpu=() tessera_start=() gst_start=() before_start=() ratios=()
-    frames=$((SECONDS_OF_MEDIA * 30))
     TIMEFORMAT='%R %U %S'
     for run in $(seq "${RUNS:-3}"); do
         tessera_start+=("$(cpu_ms $TESSERA compose --template "$WORK/grid$n.json" --out "$WORK/start-out$n.webm" "${starts[@]}")")

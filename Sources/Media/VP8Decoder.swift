@@ -65,9 +65,7 @@ public final class VP8Decoder {
     /// decoder's end: a frame refused before (while waiting for a key frame, too large, empty)
     /// leaves it lent; one that libvpx refuses takes it away (nil). While a frame not to be shown
     /// is decoded, a copy is lent instead (see `keepLentPicture`).
-    public private(set) var lentPicture: (view: I420PictureView, timestamp: Instant)? {
-        didSet { lendsKeptPicture = false }
-    }
+    public private(set) var lentPicture: (view: I420PictureView, timestamp: Instant)?
 
     /// Decodes as `decode` does, but lends the picture (`lentPicture`) instead of copying it out:
     /// for a caller that draws it before decoding again, on the same thread. Returns whether a
@@ -82,7 +80,10 @@ public final class VP8Decoder {
     /// A packed copy of the last lent picture, in memory of the decoder's own: lent instead while
     /// a frame not to be shown is decoded.
     private var keptPicture: UnsafeMutableBufferPointer<UInt8>?
-    private var lendsKeptPicture = false
+    private var lendsKeptPicture: Bool {
+        guard let lent = lentPicture, let kept = keptPicture?.baseAddress else { return false }
+        return lent.view.y == UnsafePointer(kept)
+    }
 
     /// Before libvpx decodes `data`, which may write into any of its buffers: a picture lent from
     /// them ends. A frame not to be shown (an altref, `show_frame` clear: RFC 6386 §9.1) leaves
@@ -98,7 +99,6 @@ public final class VP8Decoder {
         }
         guard let base = keptPicture?.baseAddress else { return }
         lentPicture = (lent.view.copyPacked(into: base), lent.timestamp)
-        lendsKeptPicture = true
     }
 
     /// Decodes `data`; the picture to show, in libvpx's buffer, or nil when there is none.
